@@ -1,0 +1,220 @@
+"""Data: batches, the consumption queue and its archive, files, registered tables."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from bdre.master import MasterTable
+
+SEED_BATCH_ID = 0  # the input of jobs without upstream
+
+
+class BatchState(models.IntegerChoices):
+    NEW = 0
+    PROCESSED = 1
+    ACCESSED = 2
+    FAILED = 3
+    DISCARDED = 4  # dead letter: failed max_retries times, claimed again only after a requeue
+
+
+class BatchStatus(MasterTable):
+    class Meta(MasterTable.Meta):
+        verbose_name_plural = "batch statuses"
+
+
+class Batch(models.Model):
+    id = models.BigAutoField(primary_key=True)
+    source_instance_exec = models.ForeignKey(
+        "processes.InstanceExec",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="produced_batches",
+        help_text="The run that produced this batch (none for seed batch 0 and registered files).",
+    )
+    batch_type = models.CharField(max_length=32, blank=True)
+    created_ts = models.DateTimeField(auto_now_add=True)
+
+    bus_domain = models.ForeignKey(
+        "processes.BusDomain",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="batches",
+        help_text="The application whose process produced or registered the batch.",
+    )
+
+    team_lookup = "bus_domain__team"
+
+    class Meta:
+        verbose_name_plural = "batches"
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"batch {self.pk}"
+
+
+class QueueRow(models.Model):
+    """The columns shared by the live queue and its archive."""
+
+    source_batch = models.ForeignKey(Batch, on_delete=models.PROTECT, related_name="+")
+    target_batch = models.ForeignKey(
+        Batch, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    insert_ts = models.DateTimeField()
+    source_process = models.ForeignKey(
+        "processes.Process", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    process = models.ForeignKey(
+        "processes.Process",
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The consuming step.",
+    )
+    start_ts = models.DateTimeField(null=True, blank=True)
+    end_ts = models.DateTimeField(null=True, blank=True)
+    batch_state = models.ForeignKey(BatchStatus, on_delete=models.PROTECT, related_name="+")
+    batch_marking = models.CharField(max_length=512, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    claimed_by = models.ForeignKey(
+        "processes.InstanceExec",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    last_error = models.TextField(blank=True)
+
+    team_lookup = "process__bus_domain__team"
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"batch {self.source_batch_id} for {self.process_id}"
+
+
+class BatchConsumpQueue(QueueRow):
+    class Meta:
+        verbose_name = "queued batch"
+        verbose_name_plural = "queue"
+        ordering = ["id"]
+        constraints = [
+            # A batch is queued once per consuming step.
+            models.UniqueConstraint(
+                fields=["source_batch", "process"], name="queue_unique_batch_per_step"
+            ),
+        ]
+        indexes = [
+            # init_job claims a step's rows in a given state, oldest first.
+            models.Index(fields=["process", "batch_state", "id"], name="queue_step_state_id"),
+            models.Index(fields=["target_batch"], name="queue_target_batch"),
+            models.Index(fields=["claimed_by"], name="queue_claimed_by"),
+            models.Index(fields=["source_batch"], name="queue_source_batch"),
+        ]
+
+
+class ArchiveConsumpQueue(QueueRow):
+    queue_id = models.BigIntegerField(help_text="The id the row had in the live queue.")
+    archived_ts = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "archived batch"
+        verbose_name_plural = "archive"
+        ordering = ["-id"]
+        indexes = [
+            models.Index(fields=["process", "target_batch"], name="archive_step_target"),
+            models.Index(fields=["source_batch"], name="archive_source_batch"),
+            models.Index(fields=["target_batch"], name="archive_target_batch"),
+        ]
+
+
+class File(models.Model):
+    batch = models.ForeignKey(Batch, on_delete=models.PROTECT, related_name="files")
+    server = models.ForeignKey(
+        "processes.Server", null=True, blank=True, on_delete=models.PROTECT, related_name="files"
+    )
+    path = models.CharField(max_length=1024)
+    file_size = models.BigIntegerField()
+    file_hash = models.CharField(max_length=128)
+    creation_ts = models.DateTimeField()
+
+    team_lookup = "batch__bus_domain__team"
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["server", "path", "file_hash"], name="file_unique_server_path_hash"
+            ),
+            # NULLs are distinct in a unique index: local files (no server) need their own.
+            models.UniqueConstraint(
+                fields=["path", "file_hash"],
+                condition=Q(server__isnull=True),
+                name="file_unique_local_path_hash",
+            ),
+            models.CheckConstraint(condition=Q(file_size__gte=0), name="file_size_not_negative"),
+        ]
+        indexes = [models.Index(fields=["batch"], name="file_batch")]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class HiveTable(models.Model):
+    class TableType(models.TextChoices):
+        TABLE = "table"
+        VIEW = "view"
+
+    class LocationType(models.TextChoices):
+        INTERNAL = "internal"
+        EXTERNAL = "external"
+
+    dbname = models.CharField(max_length=128, default="default")
+    table_name = models.CharField(max_length=128)
+    type = models.CharField(max_length=8, choices=TableType.choices, default=TableType.TABLE)
+    location = models.CharField(max_length=1024, blank=True)
+    location_type = models.CharField(
+        max_length=16, choices=LocationType.choices, default=LocationType.INTERNAL
+    )
+    batch_id_partition_col = models.CharField(max_length=128, blank=True)
+    ddl = models.TextField(blank=True)
+    comments = models.TextField(blank=True)
+    bus_domain = models.ForeignKey(
+        "processes.BusDomain", on_delete=models.PROTECT, related_name="tables"
+    )
+
+    team_lookup = "bus_domain__team"
+
+    class Meta:
+        verbose_name = "table"
+        ordering = ["dbname", "table_name"]
+        constraints = [
+            models.UniqueConstraint(fields=["dbname", "table_name"], name="table_unique_name"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dbname}.{self.table_name}"
+
+
+class EtlDriver(models.Model):
+    process = models.OneToOneField(
+        "processes.Process", on_delete=models.CASCADE, primary_key=True, related_name="etl_driver"
+    )
+    raw_table = models.ForeignKey(
+        HiveTable, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    base_table = models.ForeignKey(
+        HiveTable, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    raw_view = models.ForeignKey(
+        HiveTable, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    insert_type = models.CharField(max_length=32, blank=True)
+    drop_raw = models.BooleanField(default=False)
+
+    team_lookup = "process__bus_domain__team"
+
+    def __str__(self) -> str:
+        return f"etl driver of {self.process}"

@@ -1,0 +1,118 @@
+"""Column-level lineage: the queries a step ran, the nodes (tables, columns, functions) they
+touch and the relations between them. Nodes are shared across runs and queries."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from bdre.master import MasterTable
+
+
+class NodeKind(models.IntegerChoices):
+    TABLE = 1
+    COLUMN = 2
+    FUNCTION = 3
+    TEMP_TABLE = 4
+    IDLE_COLUMN = 5
+    CONSTANT = 6
+
+
+class QueryKind(models.IntegerChoices):
+    HIVE = 1
+    PIG = 2
+    SPARK_SQL = 3
+
+
+class LineageNodeType(MasterTable):
+    pass
+
+
+class LineageQueryType(MasterTable):
+    pass
+
+
+class LineageQuery(models.Model):
+    query_string = models.TextField()
+    query_type = models.ForeignKey(LineageQueryType, on_delete=models.PROTECT)
+    create_ts = models.DateTimeField(auto_now_add=True)
+    process = models.ForeignKey(
+        "processes.Process", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    instance_exec = models.ForeignKey(
+        "processes.InstanceExec",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="lineage_queries",
+    )
+    parse_error = models.TextField(blank=True, help_text="Why the query could not be parsed.")
+
+    team_lookup = "process__bus_domain__team"
+
+    class Meta:
+        verbose_name_plural = "lineage queries"
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["process", "-create_ts"], name="lineage_query_process")]
+
+    def __str__(self) -> str:
+        return f"query {self.pk}"
+
+
+class LineageNode(models.Model):
+    node_type = models.ForeignKey(LineageNodeType, on_delete=models.PROTECT)
+    container_node = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
+    node_order = models.IntegerField(default=0)
+    qualified_name = models.CharField(max_length=512)
+    display_name = models.CharField(max_length=255)
+    dot_label = models.TextField(blank=True)
+    dot_string = models.TextField(blank=True)
+    insert_ts = models.DateTimeField(auto_now_add=True)
+    update_ts = models.DateTimeField(auto_now=True)
+
+    # Nodes are a catalogue shared across teams; a user sees those that a query of one of
+    # his teams touched.
+    team_lookup = (
+        "outgoing__query__process__bus_domain__team",
+        "incoming__query__process__bus_domain__team",
+    )
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["container_node", "qualified_name"], name="lineage_node_unique_in_container"
+            ),
+            # NULLs are distinct in a unique index: top-level nodes (tables) need their own.
+            models.UniqueConstraint(
+                fields=["qualified_name"],
+                condition=Q(container_node__isnull=True),
+                name="lineage_node_unique_top_level",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.qualified_name
+
+
+class LineageRelation(models.Model):
+    src_node = models.ForeignKey(LineageNode, on_delete=models.CASCADE, related_name="outgoing")
+    target_node = models.ForeignKey(LineageNode, on_delete=models.CASCADE, related_name="incoming")
+    query = models.ForeignKey(LineageQuery, on_delete=models.CASCADE, related_name="relations")
+    dot_string = models.TextField(blank=True)
+
+    team_lookup = "query__process__bus_domain__team"
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["src_node", "target_node", "query"], name="lineage_relation_unique"
+            ),
+        ]
+        indexes = [models.Index(fields=["target_node"], name="lineage_relation_target")]
+
+    def __str__(self) -> str:
+        return f"{self.src_node_id} -> {self.target_node_id}"

@@ -1,0 +1,185 @@
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+
+from bdre.admin import MasterTableAdmin, ScopedAdmin
+from processes.models import (
+    BusDomain,
+    ExecStatus,
+    InstanceExec,
+    Process,
+    ProcessLog,
+    ProcessTemplate,
+    ProcessTemplateProperty,
+    ProcessType,
+    Property,
+    Server,
+    WorkflowType,
+)
+
+admin.site.register(ExecStatus, MasterTableAdmin)
+admin.site.register(WorkflowType, MasterTableAdmin)
+
+
+@admin.register(ProcessType)
+class ProcessTypeAdmin(MasterTableAdmin):
+    list_display = ("id", "name", "parent_process_type", "job_kind")
+    list_filter = ("parent_process_type",)
+
+
+@admin.register(BusDomain)
+class BusDomainAdmin(ScopedAdmin):
+    list_display = ("name", "team", "owner", "add_ts")
+    list_filter = ("team",)
+    search_fields = ("name", "description", "owner")
+
+
+class PropertyInline(admin.TabularInline):
+    model = Property
+    extra = 0
+    fields = ("config_group", "key", "value", "description")
+
+
+class StepInline(admin.TabularInline):
+    model = Process
+    fk_name = "parent"
+    extra = 0
+    fields = ("name", "process_type", "can_recover", "batch_cut_pattern", "deleted")
+    show_change_link = True
+    verbose_name = "step"
+    verbose_name_plural = "steps"
+
+
+@admin.register(Process)
+class ProcessAdmin(ScopedAdmin):
+    list_display = (
+        "id",
+        "name",
+        "parent",
+        "process_type",
+        "bus_domain",
+        "batch_cut_pattern",
+        "max_retries",
+        "deleted",
+    )
+    list_filter = ("deleted", "process_type", "bus_domain", ("parent", admin.EmptyFieldListFilter))
+    search_fields = ("name", "description")
+    list_select_related = ("parent", "process_type", "bus_domain")
+    raw_id_fields = ("parent", "process_template", "schedule")
+    filter_horizontal = ("enqueuing_processes", "next_processes")
+    inlines = (StepInline, PropertyInline)
+
+
+@admin.register(Property)
+class PropertyAdmin(ScopedAdmin):
+    list_display = ("process", "config_group", "key", "value")
+    list_filter = ("config_group",)
+    search_fields = ("process__name", "key", "value")
+    raw_id_fields = ("process",)
+
+
+class TemplatePropertyInline(admin.TabularInline):
+    model = ProcessTemplateProperty
+    extra = 0
+
+
+@admin.register(ProcessTemplate)
+class ProcessTemplateAdmin(ScopedAdmin):
+    list_display = ("id", "name", "parent", "process_type", "bus_domain", "deleted")
+    list_filter = ("deleted", "process_type", "bus_domain")
+    search_fields = ("name", "description")
+    raw_id_fields = ("parent",)
+    filter_horizontal = ("next_templates",)
+    inlines = (TemplatePropertyInline,)
+
+
+@admin.register(ProcessTemplateProperty)
+class ProcessTemplatePropertyAdmin(ScopedAdmin):
+    list_display = ("template", "config_group", "key", "value")
+    search_fields = ("template__name", "key")
+    raw_id_fields = ("template",)
+
+
+@admin.register(InstanceExec)
+class InstanceExecAdmin(ScopedAdmin):
+    list_display = (
+        "id",
+        "process",
+        "parent",
+        "exec_state",
+        "start_ts",
+        "end_ts",
+        "lease_expires_at",
+        "worker",
+    )
+    list_filter = ("exec_state", "process")
+    search_fields = ("process__name", "worker", "spark_application_id", "error")
+    list_select_related = ("process", "exec_state")
+    raw_id_fields = ("process", "parent")
+    date_hierarchy = "start_ts"
+
+
+@admin.register(ProcessLog)
+class ProcessLogAdmin(ScopedAdmin):
+    list_display = ("id", "add_ts", "process", "instance_exec", "log_category", "message_id")
+    list_filter = ("log_category",)
+    search_fields = ("process__name", "message_id", "message")
+    raw_id_fields = ("process", "instance_exec")
+
+
+class ServerForm(forms.ModelForm):
+    """Secrets are write-only: the form never renders a stored value, and a blank field keeps
+    the one already stored."""
+
+    login_password = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Leave blank to keep the stored password.",
+    )
+    ssh_private_key = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Leave blank to keep the stored key.",
+    )
+    clear_secrets = forms.BooleanField(required=False, help_text="Remove both stored secrets.")
+
+    class Meta:
+        model = Server
+        fields = (
+            "team",
+            "server_type",
+            "name",
+            "metainfo",
+            "server_ip",
+            "login_user",
+            "login_password",
+            "ssh_private_key",
+        )
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("login_password", "ssh_private_key"):
+            self.initial[name] = ""
+
+    def clean(self) -> dict:
+        data = super().clean()
+        stored = Server.objects.filter(pk=self.instance.pk).first() if self.instance.pk else None
+        for name in ("login_password", "ssh_private_key"):
+            if data.get("clear_secrets"):
+                data[name] = ""
+            elif not data.get(name) and stored is not None:
+                data[name] = getattr(stored, name)
+        return data
+
+
+@admin.register(Server)
+class ServerAdmin(ScopedAdmin):
+    form = ServerForm
+    list_display = ("name", "server_type", "team", "server_ip", "login_user", "has_secret")
+    list_filter = ("server_type", "team")
+    search_fields = ("name", "server_ip", "metainfo")
+
+    @admin.display(boolean=True, description="secret stored")
+    def has_secret(self, obj: Server) -> bool:
+        return bool(obj.login_password or obj.ssh_private_key)

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class ProcessesConfig(AppConfig):
+    name = "processes"
+    verbose_name = "Processes and runs"
+    default_auto_field = "django.db.models.BigAutoField"

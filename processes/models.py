@@ -1,0 +1,310 @@
+"""The registry: applications, processes (jobs and their steps), properties, templates, runs,
+logs and servers. Mirrors BDRE's schema, with constraints BDRE left to the application."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import Group
+from django.core.validators import RegexValidator
+from django.db import models
+from django.db.models import Q
+from django_celery_beat.models import PeriodicTask
+
+from bdre.fields import EncryptedTextField
+from bdre.master import MasterTable
+
+PROCESS_NAME_VALIDATOR = RegexValidator(
+    r"^[A-Za-z0-9_.\-]+$",
+    "Use letters, digits, '_', '.' and '-' only (no spaces).",
+)
+
+
+class ExecState(models.IntegerChoices):
+    NOT_RUNNING = 1
+    RUNNING = 2
+    SUCCESS = 3
+    PAUSED = 4
+    SUSPENDED = 5
+    FAILED = 6
+    KILLED = 7
+    STARTED = 8
+
+
+class WorkflowKind(models.IntegerChoices):
+    STEPS = 0, "steps only"
+    STAND_ALONE = 1, "stand-alone"
+    CELERY = 2, "celery"
+
+
+class ExecStatus(MasterTable):
+    class Meta(MasterTable.Meta):
+        verbose_name = "exec status"
+        verbose_name_plural = "exec statuses"
+
+
+class WorkflowType(MasterTable):
+    pass
+
+
+class ProcessType(MasterTable):
+    """Parent types (jobs) have no parent type and no job kind; step types name the
+    registered job kind they run."""
+
+    parent_process_type = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="step_types"
+    )
+    job_kind = models.CharField(max_length=64, blank=True)
+
+    @property
+    def is_step_type(self) -> bool:
+        return self.parent_process_type_id is not None
+
+
+class BusDomain(models.Model):
+    """An application: a group of processes owned by one team."""
+
+    name = models.CharField(max_length=128, unique=True)
+    description = models.TextField(blank=True)
+    owner = models.CharField(max_length=128, blank=True)
+    team = models.ForeignKey(Group, on_delete=models.PROTECT, related_name="bus_domains")
+    add_ts = models.DateTimeField(auto_now_add=True)
+
+    team_lookup = "team"
+
+    class Meta:
+        verbose_name = "application"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ProcessTemplate(models.Model):
+    name = models.CharField(max_length=128, validators=[PROCESS_NAME_VALIDATOR])
+    description = models.TextField(blank=True)
+    add_ts = models.DateTimeField(auto_now_add=True)
+    bus_domain = models.ForeignKey(BusDomain, on_delete=models.PROTECT, related_name="templates")
+    process_type = models.ForeignKey(ProcessType, on_delete=models.PROTECT)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="steps"
+    )
+    can_recover = models.BooleanField(default=True)
+    batch_cut_pattern = models.CharField(max_length=128, blank=True)
+    next_templates = models.ManyToManyField(
+        "self", symmetrical=False, blank=True, related_name="previous_templates"
+    )
+    workflow_type = models.ForeignKey(
+        WorkflowType, on_delete=models.PROTECT, default=WorkflowKind.CELERY
+    )
+    deleted = models.BooleanField(default=False)
+
+    team_lookup = "bus_domain__team"
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["bus_domain", "name"],
+                condition=Q(deleted=False),
+                name="template_unique_live_name",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ProcessTemplateProperty(models.Model):
+    template = models.ForeignKey(
+        ProcessTemplate, on_delete=models.CASCADE, related_name="properties"
+    )
+    config_group = models.CharField(max_length=64)
+    key = models.CharField(max_length=128)
+    value = models.TextField(blank=True)
+    description = models.CharField(max_length=255, blank=True)
+
+    team_lookup = "template__bus_domain__team"
+
+    class Meta:
+        verbose_name_plural = "process template properties"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["template", "config_group", "key"], name="template_property_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.config_group}.{self.key}"
+
+
+class Process(models.Model):
+    """A job (``parent`` is null) or one of its steps."""
+
+    name = models.CharField(max_length=128, validators=[PROCESS_NAME_VALIDATOR])
+    description = models.TextField(blank=True)
+    add_ts = models.DateTimeField(auto_now_add=True)
+    bus_domain = models.ForeignKey(BusDomain, on_delete=models.PROTECT, related_name="processes")
+    process_type = models.ForeignKey(ProcessType, on_delete=models.PROTECT)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="steps"
+    )
+    can_recover = models.BooleanField(
+        default=True,
+        help_text="A failed run may resume after this step if it succeeded before.",
+    )
+    enqueuing_processes = models.ManyToManyField(
+        "self",
+        symmetrical=False,
+        blank=True,
+        related_name="downstream_steps",
+        help_text="Upstream jobs whose output batches this step consumes.",
+    )
+    batch_cut_pattern = models.CharField(max_length=128, blank=True)
+    next_processes = models.ManyToManyField(
+        "self",
+        symmetrical=False,
+        blank=True,
+        related_name="previous_processes",
+        help_text="A job points at its first steps, a step at the steps after it.",
+    )
+    workflow_type = models.ForeignKey(
+        WorkflowType, on_delete=models.PROTECT, default=WorkflowKind.CELERY
+    )
+    process_template = models.ForeignKey(
+        ProcessTemplate, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    deleted = models.BooleanField(default=False)
+    max_retries = models.PositiveIntegerField(
+        default=3, help_text="A queued row is discarded after this many failed runs."
+    )
+    lease_seconds = models.PositiveIntegerField(default=3600)
+    schedule = models.OneToOneField(
+        PeriodicTask, null=True, blank=True, on_delete=models.SET_NULL, related_name="process"
+    )
+
+    team_lookup = "bus_domain__team"
+
+    class Meta:
+        verbose_name_plural = "processes"
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["name"], condition=Q(deleted=False), name="process_unique_live_name"
+            ),
+            models.CheckConstraint(
+                condition=~Q(name__contains=" "), name="process_name_without_spaces"
+            ),
+            models.CheckConstraint(condition=Q(max_retries__gte=1), name="process_max_retries_1"),
+            models.CheckConstraint(condition=Q(lease_seconds__gte=1), name="process_lease_1"),
+        ]
+        indexes = [models.Index(fields=["parent", "deleted"], name="process_parent_deleted")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_job(self) -> bool:
+        return self.parent_id is None
+
+
+class Property(models.Model):
+    process = models.ForeignKey(Process, on_delete=models.CASCADE, related_name="properties")
+    config_group = models.CharField(max_length=64)
+    key = models.CharField(max_length=128)
+    value = models.TextField(blank=True)
+    description = models.CharField(max_length=255, blank=True)
+
+    team_lookup = "process__bus_domain__team"
+
+    class Meta:
+        verbose_name_plural = "properties"
+        ordering = ["process_id", "config_group", "key"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["process", "config_group", "key"], name="property_unique_key"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.process}: {self.config_group}.{self.key}"
+
+
+class InstanceExec(models.Model):
+    """A run of a job, or of a step inside a job's run (``parent`` is the job's run)."""
+
+    process = models.ForeignKey(Process, on_delete=models.PROTECT, related_name="runs")
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="step_runs"
+    )
+    start_ts = models.DateTimeField()
+    end_ts = models.DateTimeField(null=True, blank=True)
+    exec_state = models.ForeignKey(ExecStatus, on_delete=models.PROTECT)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    spark_application_id = models.CharField(max_length=128, blank=True)
+    worker = models.CharField(max_length=255, blank=True)
+    error = models.TextField(blank=True)
+    counters = models.JSONField(default=dict, blank=True)
+
+    team_lookup = "process__bus_domain__team"
+
+    class Meta:
+        verbose_name = "run"
+        ordering = ["-id"]
+        constraints = [
+            # At most one RUNNING instance per process: the database, not a read-then-insert,
+            # decides which of two concurrent init_job calls wins.
+            models.UniqueConstraint(
+                fields=["process"],
+                condition=Q(exec_state=ExecState.RUNNING),
+                name="one_running_instance_per_process",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["process", "-start_ts"], name="run_process_start"),
+            models.Index(fields=["exec_state", "lease_expires_at"], name="run_state_lease"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of {self.process}"
+
+
+class ProcessLog(models.Model):
+    process = models.ForeignKey(Process, on_delete=models.CASCADE, related_name="logs")
+    instance_exec = models.ForeignKey(
+        InstanceExec, null=True, blank=True, on_delete=models.CASCADE, related_name="logs"
+    )
+    log_category = models.CharField(max_length=64, blank=True)
+    message_id = models.CharField(max_length=128, blank=True)
+    message = models.TextField(blank=True)
+    add_ts = models.DateTimeField(auto_now_add=True)
+
+    team_lookup = "process__bus_domain__team"
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["instance_exec", "id"], name="log_run_id")]
+
+    def __str__(self) -> str:
+        return f"{self.log_category}/{self.message_id}"
+
+
+class Server(models.Model):
+    """A machine or endpoint that holds files. Credentials are encrypted at rest and never
+    returned by any page or API."""
+
+    team = models.ForeignKey(Group, on_delete=models.PROTECT, related_name="servers")
+    server_type = models.CharField(max_length=32, help_text="s3, sftp, hdfs, local, jdbc ...")
+    name = models.CharField(max_length=128, unique=True)
+    metainfo = models.TextField(blank=True, help_text="Endpoint URL, region, bucket ...")
+    login_user = models.CharField(max_length=128, blank=True)
+    login_password = EncryptedTextField(blank=True)
+    ssh_private_key = EncryptedTextField(blank=True)
+    server_ip = models.CharField(max_length=255, blank=True)
+
+    team_lookup = "team"
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name

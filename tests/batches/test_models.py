@@ -1,0 +1,47 @@
+"""Constraints on the queue and on files (run on SQLite and on PostgreSQL)."""
+
+from __future__ import annotations
+
+import pytest
+
+from batches.models import File
+from tests.factories import BatchFactory, FileFactory, QueueRowFactory, ServerFactory
+from tests.processes.test_models import rejected
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_file_is_registered_once_per_server_path_and_hash():
+    server = ServerFactory()
+    FileFactory(server=server, path="s3://b/1.txt", file_hash="etag1")
+    assert rejected(lambda: FileFactory(server=server, path="s3://b/1.txt", file_hash="etag1"))
+
+
+def test_a_local_file_without_server_is_registered_once_too():
+    # NULL server: a plain unique index would treat every NULL as distinct.
+    FileFactory(server=None, path="/landing/1.txt", file_hash="md5a")
+    assert rejected(lambda: FileFactory(server=None, path="/landing/1.txt", file_hash="md5a"))
+
+
+def test_an_overwritten_file_with_a_new_hash_may_be_registered_again():
+    server = ServerFactory()
+    FileFactory(server=server, path="s3://b/1.txt", file_hash="etag1")
+    FileFactory(server=server, path="s3://b/1.txt", file_hash="etag2")
+    FileFactory(server=None, path="s3://b/1.txt", file_hash="etag1")
+    FileFactory(server=ServerFactory(), path="s3://b/1.txt", file_hash="etag1")
+    assert File.objects.filter(path="s3://b/1.txt").count() == 4
+
+
+def test_negative_file_size_is_rejected():
+    assert rejected(lambda: FileFactory(file_size=-1))
+
+
+def test_a_batch_is_queued_once_per_consuming_step():
+    row = QueueRowFactory()
+    assert rejected(lambda: QueueRowFactory(process=row.process, source_batch=row.source_batch))
+    QueueRowFactory(source_batch=row.source_batch)  # another step may consume it
+
+
+def test_batches_get_increasing_ids_after_the_seed():
+    first, second = BatchFactory(), BatchFactory()
+    assert 0 < first.pk < second.pk

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from django.contrib.auth.models import Group
+from django.db import connection
+
+from bdre.models import Role
+from processes.models import BusDomain
+from tests.factories import BusDomainFactory, MembershipFactory, TeamFactory, UserFactory
+
+
+@dataclass
+class Team:
+    """One team with a member of each role, an application of its own, and an outsider: a
+    developer of another team, with another application."""
+
+    group: Group
+    application: BusDomain
+    viewer: object
+    developer: object
+    admin: object
+    outsider: object
+    other_group: Group
+    other_application: BusDomain
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hasher(settings) -> None:
+    # The production hasher costs ~0.3 s a user on purpose; tests create many users.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def team(db) -> Team:
+    group = TeamFactory(name="analytics")
+    other = TeamFactory(name="marketing")
+    members = {
+        role: MembershipFactory(user=UserFactory(username=role.value), team=group, role=role).user
+        for role in Role
+    }
+    outsider = MembershipFactory(
+        user=UserFactory(username="outsider"), team=other, role=Role.DEVELOPER
+    ).user
+    return Team(
+        group=group,
+        application=BusDomainFactory(name="web", team=group),
+        viewer=members[Role.VIEWER],
+        developer=members[Role.DEVELOPER],
+        admin=members[Role.ADMIN],
+        outsider=outsider,
+        other_group=other,
+        other_application=BusDomainFactory(name="ads", team=other),
+    )
+
+
+@pytest.fixture
+def superuser(db):
+    user = UserFactory(username="root", is_staff=True, is_superuser=True)
+    return user
+
+
+def on_postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+@pytest.fixture
+def postgres_only(db) -> None:
+    if not on_postgres():
+        pytest.skip("needs PostgreSQL: run with DATABASE_URL=postgres://...")

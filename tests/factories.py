@@ -1,0 +1,159 @@
+"""Factories for test data. Master rows are referenced by their seeded ids."""
+
+from __future__ import annotations
+
+import factory
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.utils import timezone
+
+from batches.models import Batch, BatchConsumpQueue, BatchState, File
+from bdre.models import Membership, Role
+from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind, QueryKind
+from processes.models import BusDomain, ExecState, InstanceExec, Process, Property, Server
+
+JOB_TYPE = 5  # generic-job
+STEP_TYPE = 51  # python-callable inside a generic job
+TEST_PASSWORD = "pw-for-tests-1"
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ("username",)
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    email = factory.LazyAttribute(lambda u: f"{u.username}@example.com")
+    password = factory.django.Password(TEST_PASSWORD)
+
+
+class TeamFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Group
+        django_get_or_create = ("name",)
+
+    name = factory.Sequence(lambda n: f"team{n}")
+
+
+class MembershipFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Membership
+
+    user = factory.SubFactory(UserFactory)
+    team = factory.SubFactory(TeamFactory)
+    role = Role.VIEWER
+
+
+class BusDomainFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = BusDomain
+
+    name = factory.Sequence(lambda n: f"app{n}")
+    team = factory.SubFactory(TeamFactory)
+    owner = "owner"
+
+
+class JobFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Process
+
+    name = factory.Sequence(lambda n: f"job_{n}")
+    bus_domain = factory.SubFactory(BusDomainFactory)
+    process_type_id = JOB_TYPE
+
+
+class StepFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Process
+
+    name = factory.Sequence(lambda n: f"step_{n}")
+    parent = factory.SubFactory(JobFactory)
+    bus_domain = factory.LazyAttribute(lambda s: s.parent.bus_domain)
+    process_type_id = STEP_TYPE
+
+
+class PropertyFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Property
+
+    process = factory.SubFactory(StepFactory)
+    config_group = "group"
+    key = factory.Sequence(lambda n: f"key{n}")
+    value = "value"
+
+
+class InstanceExecFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = InstanceExec
+
+    process = factory.SubFactory(JobFactory)
+    start_ts = factory.LazyFunction(timezone.now)
+    exec_state_id = ExecState.SUCCESS
+
+
+class BatchFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Batch
+
+    bus_domain = factory.SubFactory(BusDomainFactory)
+    batch_type = "file"
+
+
+class QueueRowFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = BatchConsumpQueue
+
+    process = factory.SubFactory(StepFactory)
+    source_batch = factory.SubFactory(
+        BatchFactory, bus_domain=factory.SelfAttribute("..process.bus_domain")
+    )
+    insert_ts = factory.LazyFunction(timezone.now)
+    batch_state_id = BatchState.NEW
+    batch_marking = "2026-11-20"
+
+
+class FileFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = File
+
+    batch = factory.SubFactory(BatchFactory)
+    path = factory.Sequence(lambda n: f"/landing/file{n}.tsv")
+    file_size = 100
+    file_hash = factory.Sequence(lambda n: f"hash{n}")
+    creation_ts = factory.LazyFunction(timezone.now)
+
+
+class ServerFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Server
+
+    team = factory.SubFactory(TeamFactory)
+    server_type = "s3"
+    name = factory.Sequence(lambda n: f"server{n}")
+
+
+class LineageQueryFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = LineageQuery
+
+    query_string = "SELECT a FROM t"
+    query_type_id = QueryKind.SPARK_SQL
+    process = factory.SubFactory(StepFactory)
+
+
+class LineageNodeFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = LineageNode
+
+    node_type_id = NodeKind.TABLE
+    qualified_name = factory.Sequence(lambda n: f"default.table{n}")
+    display_name = factory.LazyAttribute(lambda n: n.qualified_name)
+
+
+class LineageRelationFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = LineageRelation
+
+    src_node = factory.SubFactory(LineageNodeFactory)
+    target_node = factory.SubFactory(LineageNodeFactory)
+    query = factory.SubFactory(LineageQueryFactory)
