@@ -146,6 +146,7 @@ REST_FRAMEWORK = {
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "bdre.api.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "BDRE API",
@@ -178,6 +179,9 @@ CELERY_ACCEPT_CONTENT = ["json"]
 
 # --- Spark and the lake -------------------------------------------------------------------
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
+# A running instance without a lease (written by hand) expires this long after its last sign
+# of life; runs created by init_job carry their process's lease_seconds.
+BDRE_DEFAULT_LEASE_SECONDS = env_int("BDRE_DEFAULT_LEASE_SECONDS", 3600)
 BDRE_WAREHOUSE = Path(env_str("BDRE_WAREHOUSE", str(VAR_DIR / "warehouse"))).resolve()
 
 # --- Logging ------------------------------------------------------------------------------

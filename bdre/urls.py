@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
-from django.urls import path
+from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
@@ -21,5 +21,6 @@ urlpatterns = [
     path("", RedirectView.as_view(pattern_name="admin:index", permanent=False)),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
+    path("api/v1/", include("bdre.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]

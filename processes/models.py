@@ -244,6 +244,14 @@ class InstanceExec(models.Model):
     worker = models.CharField(max_length=255, blank=True)
     error = models.TextField(blank=True)
     counters = models.JSONField(default=dict, blank=True)
+    target_batch = models.ForeignKey(
+        "batches.Batch",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="runs",
+        help_text="The batch a job run produces; a re-run after a failure keeps it.",
+    )
 
     team_lookup = "process__bus_domain__team"
 
@@ -262,6 +270,7 @@ class InstanceExec(models.Model):
         indexes = [
             models.Index(fields=["process", "-start_ts"], name="run_process_start"),
             models.Index(fields=["exec_state", "lease_expires_at"], name="run_state_lease"),
+            models.Index(fields=["parent", "process"], name="run_parent_process"),
         ]
 
     def __str__(self) -> str:

@@ -1,0 +1,36 @@
+"""Batch markings: a comma list of ``label@YYYY-MM-DD`` elements or plain dates.
+
+Min and max compare the part after the last ``@``; a union keeps each element once, ordered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+def elements(marking: str | None) -> list[str]:
+    if not marking:
+        return []
+    return [part.strip() for part in marking.split(",") if part.strip()]
+
+
+def sort_key(element: str) -> tuple[str, str]:
+    return (element.rsplit("@", 1)[-1], element)
+
+
+def _all(markings: Iterable[str | None]) -> list[str]:
+    return [e for marking in markings for e in elements(marking)]
+
+
+def min_element(markings: Iterable[str | None]) -> str | None:
+    found = _all(markings)
+    return min(found, key=sort_key) if found else None
+
+
+def max_element(markings: Iterable[str | None]) -> str | None:
+    found = _all(markings)
+    return max(found, key=sort_key) if found else None
+
+
+def union(markings: Iterable[str | None]) -> str:
+    return ",".join(sorted(set(_all(markings)), key=sort_key))

@@ -1,0 +1,314 @@
+"""The batch queue: enqueue, register a file into a new batch, requeue and discard dead
+letters, and BDRE's GetFiles. Each function is one transaction.
+
+Claiming and archiving belong to the job lifecycle (``processes.lifecycle``), which calls
+:func:`claim` and :func:`archive` inside its own transactions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Min, Q, QuerySet, Subquery
+from django.utils import timezone
+
+from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState, File
+from bdre.errors import BdreError, Code
+from processes.models import Process
+
+Queue = BatchConsumpQueue
+CLAIMABLE = (BatchState.NEW, BatchState.FAILED)
+
+
+def _job(process_id: int) -> Process:
+    """A live job; a step stands for its job (BDRE registers files from sub-processes)."""
+    process = Process.objects.filter(pk=process_id, deleted=False).select_related("parent").first()
+    if process is None:
+        raise BdreError(Code.INVALID_PARENT_PROCESS, f"process {process_id} does not exist")
+    return process.parent if process.parent_id else process
+
+
+def downstream_steps(job: Process) -> list[int]:
+    """The live steps that consume ``job``'s output batches."""
+    return list(
+        Process.objects.filter(enqueuing_processes=job, deleted=False)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+
+
+@transaction.atomic
+def enqueue(
+    *, source_batch_id: int, source_process_id: int, process_id: int, batch_marking: str = ""
+) -> BatchConsumpQueue:
+    """Queue ``source_batch_id`` (produced by ``source_process_id``) for the step ``process_id``."""
+    source = _job(source_process_id)
+    step = Process.objects.filter(pk=process_id, deleted=False, parent__isnull=False).first()
+    if step is None:
+        raise BdreError(Code.INVALID_SUB_PROCESS, f"process {process_id} is not a live step")
+    if not Batch.objects.filter(pk=source_batch_id).exists():
+        raise BdreError(Code.BATCH_NOT_QUEUED, f"batch {source_batch_id} does not exist")
+    return Queue.objects.create(
+        source_batch_id=source_batch_id,
+        source_process=source,
+        process=step,
+        insert_ts=timezone.now(),
+        batch_state_id=BatchState.NEW,
+        batch_marking=batch_marking,
+    )
+
+
+def enqueue_for_downstream(
+    *, job: Process, batch_id: int, batch_marking: str, now: datetime
+) -> int:
+    """One NEW row for every step downstream of ``job``: one query whatever the fan-out."""
+    rows = [
+        Queue(
+            source_batch_id=batch_id,
+            source_process=job,
+            process_id=step_id,
+            insert_ts=now,
+            batch_state_id=BatchState.NEW,
+            batch_marking=batch_marking,
+        )
+        for step_id in downstream_steps(job)
+    ]
+    Queue.objects.bulk_create(rows)
+    return len(rows)
+
+
+@transaction.atomic
+def register_file(
+    *,
+    source_process_id: int,
+    path: str,
+    file_size: int,
+    file_hash: str,
+    creation_ts: datetime,
+    server_id: int | None = None,
+    batch_marking: str | None = None,
+) -> Batch:
+    """A new batch holding one file, queued for every step downstream of the source job.
+
+    A file already registered (same server, path and hash) is not registered again: its
+    existing batch is returned and nothing is queued twice.
+    """
+    job = _job(source_process_id)
+    if file_size < 0:
+        raise ValueError("file_size must not be negative")
+    existing = File.objects.filter(server_id=server_id, path=path, file_hash=file_hash).first()
+    if existing is not None:
+        return existing.batch
+    now = timezone.now()
+    batch = Batch.objects.create(bus_domain_id=job.bus_domain_id, batch_type="file")
+    try:
+        # A concurrent registration of the same file may win the unique index.
+        with transaction.atomic():
+            File.objects.create(
+                batch=batch,
+                server_id=server_id,
+                path=path,
+                file_size=file_size,
+                file_hash=file_hash,
+                creation_ts=creation_ts,
+            )
+    except IntegrityError:
+        batch.delete()
+        return File.objects.get(server_id=server_id, path=path, file_hash=file_hash).batch
+    if batch_marking is None:
+        batch_marking = timezone.localtime(creation_ts).date().isoformat()
+    enqueue_for_downstream(job=job, batch_id=batch.pk, batch_marking=batch_marking, now=now)
+    return batch
+
+
+def _locked_row(queue_id: int) -> BatchConsumpQueue:
+    row = Queue.objects.select_for_update().filter(pk=queue_id).first()
+    if row is None:
+        raise BdreError(
+            Code.BATCH_NOT_QUEUED, f"queue row {queue_id} does not exist", http_status=404
+        )
+    return row
+
+
+@transaction.atomic
+def requeue(queue_id: int) -> BatchConsumpQueue:
+    """Put a dead-lettered (or failed) row back as NEW, with its attempts reset; the last
+    error is kept for the record. A row claimed by a running job cannot be requeued."""
+    row = _locked_row(queue_id)
+    if row.batch_state_id == BatchState.ACCESSED:
+        raise BdreError(
+            Code.SUB_PROCESS_RUNNING, f"queue row {queue_id} is claimed by a running job"
+        )
+    if row.batch_state_id not in (BatchState.DISCARDED, BatchState.FAILED):
+        raise BdreError(
+            Code.BATCH_NOT_QUEUED,
+            f"queue row {queue_id} is {BatchState(row.batch_state_id).name}: only failed or "
+            "discarded rows can be requeued",
+            http_status=409,
+        )
+    Queue.objects.filter(pk=row.pk).update(
+        batch_state_id=BatchState.NEW,
+        attempts=0,
+        target_batch=None,
+        claimed_by=None,
+        start_ts=None,
+        end_ts=None,
+    )
+    row.refresh_from_db()
+    return row
+
+
+@transaction.atomic
+def discard(queue_id: int, reason: str) -> BatchConsumpQueue:
+    """Move a waiting or failed row to the dead letter by hand, with the reason."""
+    row = _locked_row(queue_id)
+    if row.batch_state_id == BatchState.ACCESSED:
+        raise BdreError(
+            Code.SUB_PROCESS_RUNNING, f"queue row {queue_id} is claimed by a running job"
+        )
+    if row.batch_state_id not in CLAIMABLE:
+        raise BdreError(
+            Code.BATCH_NOT_QUEUED,
+            f"queue row {queue_id} is {BatchState(row.batch_state_id).name}: only new or "
+            "failed rows can be discarded",
+            http_status=409,
+        )
+    Queue.objects.filter(pk=row.pk).update(
+        batch_state_id=BatchState.DISCARDED, last_error=reason or "discarded by hand"
+    )
+    row.refresh_from_db()
+    return row
+
+
+def claim(
+    *,
+    step_id: int,
+    target_batch_id: int,
+    run_id: int,
+    now: datetime,
+    max_batch: int | None,
+    cut_id: int | None,
+    first_of_each_upstream: Sequence[int],
+) -> int:
+    """Claim a step's claimable rows oldest first: up to ``max_batch`` rows, or every row up
+    to ``cut_id`` (the first whose marking matches the cut pattern), plus the oldest row of
+    each upstream. One UPDATE; on PostgreSQL the candidate rows are locked with SKIP LOCKED
+    so a concurrent writer never gets the same row."""
+    candidates = Queue.objects.filter(process_id=step_id, batch_state_id__in=CLAIMABLE)
+    if cut_id is not None:
+        candidates = candidates.filter(id__lte=cut_id)
+    picked = candidates.order_by("id").select_for_update(skip_locked=True).values("id")
+    if max_batch is not None and cut_id is None:
+        picked = picked[:max_batch]
+    condition = Q(id__in=Subquery(picked))
+    if first_of_each_upstream:
+        condition |= Q(id__in=list(first_of_each_upstream))
+    return (
+        Queue.objects.filter(condition)
+        .filter(process_id=step_id, batch_state_id__in=CLAIMABLE)
+        .update(
+            target_batch_id=target_batch_id,
+            batch_state_id=BatchState.ACCESSED,
+            start_ts=now,
+            end_ts=None,
+            claimed_by_id=run_id,
+            attempts=F("attempts") + 1,
+        )
+    )
+
+
+def first_claimable_per_upstream(step_id: int) -> dict[int | None, int]:
+    """The oldest claimable row of a step from each source process (one query)."""
+    return dict(
+        Queue.objects.filter(process_id=step_id, batch_state_id__in=CLAIMABLE)
+        .order_by()
+        .values("source_process_id")
+        .annotate(first=Min("id"))
+        .values_list("source_process_id", "first")
+    )
+
+
+def first_cut(step_id: int, pattern: str) -> int | None:
+    """The oldest claimable row of a step whose marking matches the cut pattern (a regular
+    expression searched in the marking), or None."""
+    return (
+        Queue.objects.filter(
+            process_id=step_id, batch_state_id__in=CLAIMABLE, batch_marking__regex=pattern
+        )
+        .order_by("id")
+        .values_list("id", flat=True)
+        .first()
+    )
+
+
+_COLUMNS = (
+    "source_batch_id",
+    "target_batch_id",
+    "insert_ts",
+    "source_process_id",
+    "process_id",
+    "start_ts",
+    "end_ts",
+    "batch_state_id",
+    "batch_marking",
+    "attempts",
+    "claimed_by_id",
+    "last_error",
+)
+
+
+def archive(*, target_batch_id: int, step_ids: Sequence[int], now: datetime) -> int:
+    """Move the rows a job run consumed (its target batch, its own steps) to the archive:
+    an INSERT ... SELECT and a DELETE, two statements whatever the number of rows. Rows of
+    other jobs are never touched."""
+    if not step_ids:
+        return 0
+    columns = ", ".join(_COLUMNS)
+    placeholders = ", ".join(["%s"] * len(step_ids))
+    quote = connection.ops.quote_name
+    where = f"target_batch_id = %s AND process_id IN ({placeholders})"
+    params = [target_batch_id, *step_ids]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {quote(ArchiveConsumpQueue._meta.db_table)} "
+            f"(queue_id, archived_ts, {columns}) "
+            f"SELECT id, %s, {columns} FROM {quote(Queue._meta.db_table)} WHERE {where}",
+            [now, *params],
+        )
+        cursor.execute(f"DELETE FROM {quote(Queue._meta.db_table)} WHERE {where}", params)
+        return cursor.rowcount
+
+
+def files_between(*, sub_process_id: int, min_batch_id: int, max_batch_id: int) -> list[File]:
+    """BDRE's GetFiles: the files of the batches from ``min_batch_id`` to ``max_batch_id``
+    queued for the step (live queue or archive). 114 if either batch is not in any queue, or
+    not in this step's; 113 if the two batches belong to different steps."""
+    steps_of: dict[int, set[int]] = {min_batch_id: set(), max_batch_id: set()}
+    for model in (Queue, ArchiveConsumpQueue):
+        for batch_id, step_id in model.objects.filter(
+            source_batch_id__in=[min_batch_id, max_batch_id]
+        ).values_list("source_batch_id", "process_id"):
+            steps_of[batch_id].add(step_id)
+    for batch_id, steps in steps_of.items():
+        if not steps:
+            raise BdreError(Code.BATCH_NOT_QUEUED, f"batch {batch_id}")
+    if not steps_of[min_batch_id] & steps_of[max_batch_id]:
+        raise BdreError(
+            Code.BATCHES_OF_DIFFERENT_STEPS, f"batches {min_batch_id} and {max_batch_id}"
+        )
+    if sub_process_id not in steps_of[min_batch_id] & steps_of[max_batch_id]:
+        raise BdreError(
+            Code.BATCH_NOT_QUEUED,
+            f"batches {min_batch_id}..{max_batch_id} are not queued for step {sub_process_id}",
+        )
+    in_range = Q(source_batch_id__gte=min_batch_id, source_batch_id__lte=max_batch_id)
+    batch_ids = Queue.objects.filter(in_range, process_id=sub_process_id).values("source_batch_id")
+    archived = ArchiveConsumpQueue.objects.filter(in_range, process_id=sub_process_id).values(
+        "source_batch_id"
+    )
+    files: QuerySet[File] = File.objects.filter(
+        Q(batch_id__in=Subquery(batch_ids)) | Q(batch_id__in=Subquery(archived))
+    )
+    return list(files.order_by("batch_id", "id"))

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from batches.models import BatchConsumpQueue, File
+
+
+class QueueRowSerializer(serializers.ModelSerializer):
+    batch_state_name = serializers.CharField(source="batch_state.name", read_only=True)
+
+    class Meta:
+        model = BatchConsumpQueue
+        fields = (
+            "id",
+            "source_batch",
+            "target_batch",
+            "source_process",
+            "process",
+            "insert_ts",
+            "start_ts",
+            "end_ts",
+            "batch_state",
+            "batch_state_name",
+            "batch_marking",
+            "attempts",
+            "claimed_by",
+            "last_error",
+        )
+        read_only_fields = fields
+
+
+class FileSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = File
+        fields = ("id", "batch", "server", "path", "file_size", "file_hash", "creation_ts")
+        read_only_fields = fields
+
+
+class RegisterFileInput(serializers.Serializer):
+    source_process_id = serializers.IntegerField(help_text="The registering job (or its step).")
+    path = serializers.CharField(max_length=1024)
+    file_size = serializers.IntegerField(min_value=0)
+    file_hash = serializers.CharField(max_length=128)
+    creation_ts = serializers.DateTimeField()
+    server_id = serializers.IntegerField(required=False, allow_null=True)
+    batch_marking = serializers.CharField(required=False, allow_blank=True, max_length=512)
+
+
+class RegisteredSerializer(serializers.Serializer):
+    batch_id = serializers.IntegerField()
+    queued = QueueRowSerializer(many=True)
+
+
+class DiscardInput(serializers.Serializer):
+    reason = serializers.CharField(max_length=2000)

@@ -1,0 +1,538 @@
+"""The job lifecycle: BDRE's InitJob, HaltJob, TermJob, InitStep, HaltStep and TermStep.
+
+Each public function is one database transaction and enforces its rules by raising
+:class:`bdre.errors.BdreError` in the order DESIGN.md section 4 gives. All calls on one job
+take a row lock on the job first (on PostgreSQL; SQLite's immediate transactions serialise
+all writers), so the checks and the writes that follow them cannot interleave with another
+call on the same job. The partial unique index on running instances backs the lock up.
+
+A caller that passes its ``instance_exec_id`` is fenced: once its run was expired by the
+reaper (and perhaps replaced), its halt, term or heartbeat fails with 115 and changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from batches import markings
+from batches import queue as batch_queue
+from batches.models import SEED_BATCH_ID, Batch, BatchConsumpQueue, BatchState, File
+from bdre.errors import BdreError, Code
+from processes.models import ExecState, InstanceExec, Process
+from processes.workflow import predecessors, steps_in_order
+
+Queue = BatchConsumpQueue
+FAILED_STATES = (ExecState.FAILED, ExecState.KILLED)
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    batch_id: int
+    path: str
+    file_size: int
+    file_hash: str
+    server_id: int | None
+
+
+@dataclass
+class StepBatches:
+    sub_process_id: int
+    min_batch_id: int
+    max_batch_id: int
+    min_batch_marking: str | None
+    max_batch_marking: str | None
+    batch_ids: list[int]
+    files: list[FileInfo] = field(default_factory=list)
+
+
+@dataclass
+class InitJobResult:
+    instance_exec_id: int
+    target_batch_id: int
+    last_recoverable_sp_id: int | None
+    target_batch_marking: str
+    steps: dict[int, StepBatches]
+    is_rerun: bool = False
+    skipped_step_ids: list[int] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        data = asdict(self)
+        data["steps"] = {str(k): v for k, v in data["steps"].items()}
+        return data
+
+
+def default_worker() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+# --- helpers (run inside the caller's transaction) ----------------------------------------
+
+
+def _lock_job(process_id: int) -> Process:
+    job = (
+        Process.objects.select_for_update()
+        .filter(pk=process_id, deleted=False, parent__isnull=True)
+        .first()
+    )
+    if job is None:
+        raise BdreError(
+            Code.INVALID_PARENT_PROCESS, f"{process_id} is not a live job (parent process)"
+        )
+    return job
+
+
+def _lock_step(sub_process_id: int) -> tuple[Process, Process]:
+    step = (
+        Process.objects.filter(pk=sub_process_id, deleted=False, parent__isnull=False)
+        .only("id", "parent_id", "lease_seconds", "name")
+        .first()
+    )
+    if step is None:
+        raise BdreError(Code.INVALID_SUB_PROCESS, f"{sub_process_id} is not a live step")
+    job = Process.objects.select_for_update().get(pk=step.parent_id)
+    return job, step
+
+
+def _running(process: Process, instance_exec_id: int | None, not_running: Code) -> InstanceExec:
+    """The process's RUNNING instance; 115 if the caller's own instance is no longer it."""
+    run = InstanceExec.objects.filter(process=process, exec_state_id=ExecState.RUNNING).first()
+    if instance_exec_id is not None and (run is None or run.pk != instance_exec_id):
+        mine = InstanceExec.objects.filter(pk=instance_exec_id, process=process).first()
+        if mine is not None:
+            raise BdreError(
+                Code.LEASE_LOST,
+                f"run {instance_exec_id} of {process.name} is {ExecState(mine.exec_state_id).name}"
+                + (f"; run {run.pk} replaced it" if run else ""),
+            )
+    if run is None:
+        raise BdreError(not_running, f"{process.name} ({process.pk})")
+    return run
+
+
+def _lease(process: Process, now: datetime) -> datetime:
+    return now + timedelta(seconds=process.lease_seconds)
+
+
+def _set_state(run: InstanceExec, state: ExecState, now: datetime, error: str = "") -> None:
+    """Finish a run with a conditional update: only a RUNNING run can be finished."""
+    changed = InstanceExec.objects.filter(pk=run.pk, exec_state_id=ExecState.RUNNING).update(
+        exec_state_id=state, end_ts=now, error=error
+    )
+    if changed != 1:
+        raise BdreError(Code.LEASE_LOST, f"run {run.pk} is no longer running")
+
+
+def _step_rows(run: InstanceExec, step_ids: list[int]):
+    return Queue.objects.filter(target_batch_id=run.target_batch_id, process_id__in=step_ids)
+
+
+def _fail_job_run(job: Process, run: InstanceExec, error: str, now: datetime) -> None:
+    """term_job's writes: the run and its running steps FAILED, its claimed rows FAILED and,
+    after ``max_retries`` failed attempts, DISCARDED (dead letter)."""
+    step_ids = list(job.steps.values_list("id", flat=True))
+    InstanceExec.objects.filter(parent=run, exec_state_id=ExecState.RUNNING).update(
+        exec_state_id=ExecState.FAILED, end_ts=now, error=f"job run failed: {error}"
+    )
+    rows = _step_rows(run, step_ids)
+    rows.filter(batch_state_id=BatchState.ACCESSED).update(
+        batch_state_id=BatchState.FAILED, end_ts=now, last_error=error
+    )
+    rows.filter(batch_state_id=BatchState.FAILED, attempts__gte=F("process__max_retries")).update(
+        batch_state_id=BatchState.DISCARDED
+    )
+    _set_state(run, ExecState.FAILED, now, error)
+
+
+# --- init_job -----------------------------------------------------------------------------
+
+
+@transaction.atomic
+def init_job(
+    process_id: int, max_batch: int | None = None, *, worker: str | None = None
+) -> InitJobResult:
+    """Start a run of a job: claim its steps' input and create its target batch."""
+    job = _lock_job(process_id)
+    if InstanceExec.objects.filter(process=job, exec_state_id=ExecState.RUNNING).exists():
+        raise BdreError(Code.PARENT_ALREADY_RUNNING, f"{job.name} ({job.pk})")
+    steps = steps_in_order(job)
+    step_ids = [s.pk for s in steps]
+    running_step = (
+        InstanceExec.objects.filter(process_id__in=step_ids, exec_state_id=ExecState.RUNNING)
+        .values_list("process__name", flat=True)
+        .first()
+    )
+    if running_step:
+        raise BdreError(Code.SUB_PROCESS_RUNNING, running_step)
+    upstream_of: dict[int, set[int]] = defaultdict(set)
+    for step_id, upstream_id in Process.enqueuing_processes.through.objects.filter(
+        from_process_id__in=step_ids
+    ).values_list("from_process_id", "to_process_id"):
+        upstream_of[step_id].add(upstream_id)
+    consuming = [s for s in steps if upstream_of[s.pk]]
+    if max_batch is None and any(not s.batch_cut_pattern for s in consuming):
+        uncut = ", ".join(s.name for s in consuming if not s.batch_cut_pattern)
+        raise BdreError(Code.MAX_BATCH_NULL, f"steps without a cut pattern: {uncut}")
+    if max_batch is not None and max_batch < 1:
+        raise BdreError(Code.MAX_BATCH_NULL, f"max batch must be at least 1, got {max_batch}")
+
+    rerun_batch_id = _failed_target(job, step_ids, consuming)
+    now = timezone.now()
+    cuts: dict[int, int | None] = {}
+    firsts: dict[int, dict[int | None, int]] = {}
+    if rerun_batch_id is None:
+        # Rows a step finished in a failed run that was then abandoned (its remaining rows
+        # went to the dead letter) were never published by halt_job: take them again.
+        Queue.objects.filter(process_id__in=step_ids, batch_state_id=BatchState.PROCESSED).update(
+            batch_state_id=BatchState.NEW, target_batch=None, claimed_by=None, end_ts=None
+        )
+        for step in consuming:
+            cuts[step.pk] = None
+            if step.batch_cut_pattern:
+                cuts[step.pk] = batch_queue.first_cut(step.pk, step.batch_cut_pattern)
+                if cuts[step.pk] is None:
+                    raise BdreError(
+                        Code.BATCHES_MISSING_FOR_CUT,
+                        f"{step.name}: no queued batch matches {step.batch_cut_pattern!r}",
+                    )
+        for step in consuming:
+            firsts[step.pk] = batch_queue.first_claimable_per_upstream(step.pk)
+            missing = upstream_of[step.pk] - set(firsts[step.pk])
+            if not firsts[step.pk] or missing:
+                raise BdreError(
+                    Code.NO_BATCHES,
+                    f"{step.name}: nothing queued"
+                    + (f" from upstream {sorted(missing)}" if missing else ""),
+                )
+
+    try:
+        with transaction.atomic():
+            run = InstanceExec.objects.create(
+                process=job,
+                start_ts=now,
+                exec_state_id=ExecState.RUNNING,
+                heartbeat_at=now,
+                lease_expires_at=_lease(job, now),
+                worker=worker if worker is not None else default_worker(),
+                target_batch_id=rerun_batch_id,
+            )
+    except IntegrityError as exc:
+        raise BdreError(Code.PARENT_ALREADY_RUNNING, f"{job.name} ({job.pk})") from exc
+
+    skipped: set[int] = set()
+    if rerun_batch_id is not None:
+        target_id = rerun_batch_id
+        Batch.objects.filter(pk=target_id).update(source_instance_exec=run)
+        skipped = _recovered_steps(steps, target_id)
+        redo = [pk for pk in step_ids if pk not in skipped]
+        Queue.objects.filter(
+            target_batch_id=target_id,
+            process_id__in=redo,
+            batch_state_id__in=(BatchState.FAILED, BatchState.PROCESSED, BatchState.ACCESSED),
+        ).update(
+            batch_state_id=BatchState.ACCESSED,
+            start_ts=now,
+            end_ts=None,
+            claimed_by=run,
+            attempts=F("attempts") + 1,
+        )
+    else:
+        target = Batch.objects.create(
+            source_instance_exec=run, bus_domain_id=job.bus_domain_id, batch_type="job"
+        )
+        target_id = target.pk
+        InstanceExec.objects.filter(pk=run.pk).update(target_batch_id=target_id)
+        for step in consuming:
+            mandatory = [row_id for src, row_id in firsts[step.pk].items() if src is not None]
+            batch_queue.claim(
+                step_id=step.pk,
+                target_batch_id=target_id,
+                run_id=run.pk,
+                now=now,
+                max_batch=max_batch,
+                cut_id=cuts[step.pk],
+                first_of_each_upstream=mandatory,
+            )
+
+    first_to_run = next((s.pk for s in steps if s.pk not in skipped), None)
+    per_step, target_marking = _claimed(target_id, steps, consuming, now)
+    return InitJobResult(
+        instance_exec_id=run.pk,
+        target_batch_id=target_id,
+        last_recoverable_sp_id=first_to_run,
+        target_batch_marking=target_marking,
+        steps=per_step,
+        is_rerun=rerun_batch_id is not None,
+        skipped_step_ids=[s.pk for s in steps if s.pk in skipped],
+    )
+
+
+def _failed_target(job: Process, step_ids: list[int], consuming: list[Process]) -> int | None:
+    """The target batch to re-run: that of the job's last run if it failed and it still has
+    rows to retry (or the job reads no queue)."""
+    last = (
+        InstanceExec.objects.filter(process=job)
+        .order_by("-id")
+        .values("exec_state_id", "target_batch_id")
+        .first()
+    )
+    if not last or last["exec_state_id"] not in FAILED_STATES or not last["target_batch_id"]:
+        return None
+    if not consuming:
+        return last["target_batch_id"]
+    retry = Queue.objects.filter(
+        target_batch_id=last["target_batch_id"],
+        process_id__in=step_ids,
+        batch_state_id=BatchState.FAILED,
+    )
+    return last["target_batch_id"] if retry.exists() else None
+
+
+def _recovered_steps(steps: list[Process], target_batch_id: int) -> set[int]:
+    """Steps a re-run can skip: they succeeded for this target batch in an earlier run, can
+    be recovered from, and every step before them is skipped too."""
+    succeeded = set(
+        InstanceExec.objects.filter(
+            parent__target_batch_id=target_batch_id,
+            process_id__in=[s.pk for s in steps],
+            exec_state_id=ExecState.SUCCESS,
+        ).values_list("process_id", flat=True)
+    )
+    before = predecessors(steps)
+    skipped: set[int] = set()
+    for step in steps:  # topological order: predecessors are decided first
+        if step.pk in succeeded and step.can_recover and before[step.pk] <= skipped:
+            skipped.add(step.pk)
+    return skipped
+
+
+def _claimed(
+    target_id: int, steps: list[Process], consuming: list[Process], now: datetime
+) -> tuple[dict[int, StepBatches], str]:
+    """What each step has to work on, in two queries whatever the number of rows."""
+    rows = Queue.objects.filter(
+        target_batch_id=target_id, process_id__in=[s.pk for s in consuming]
+    ).values_list("process_id", "source_batch_id", "batch_marking")
+    batches_of: dict[int, list[int]] = defaultdict(list)
+    marks_of: dict[int, list[str]] = defaultdict(list)
+    for step_id, batch_id, marking in rows:
+        batches_of[step_id].append(batch_id)
+        marks_of[step_id].append(marking)
+    all_batches = {b for ids in batches_of.values() for b in ids}
+    files_of: dict[int, list[FileInfo]] = defaultdict(list)
+    if all_batches:
+        for f in File.objects.filter(
+            batch_id__in=Queue.objects.filter(
+                target_batch_id=target_id, process_id__in=[s.pk for s in consuming]
+            ).values("source_batch_id")
+        ).order_by("batch_id", "id"):
+            files_of[f.batch_id].append(
+                FileInfo(f.batch_id, f.path, f.file_size, f.file_hash, f.server_id)
+            )
+    result: dict[int, StepBatches] = {}
+    for step in steps:
+        ids = sorted(batches_of.get(step.pk, [])) or [SEED_BATCH_ID]
+        result[step.pk] = StepBatches(
+            sub_process_id=step.pk,
+            min_batch_id=ids[0],
+            max_batch_id=ids[-1],
+            min_batch_marking=markings.min_element(marks_of.get(step.pk, [])),
+            max_batch_marking=markings.max_element(marks_of.get(step.pk, [])),
+            batch_ids=ids,
+            files=[f for b in ids for f in files_of.get(b, [])],
+        )
+    all_marks = [m for marks in marks_of.values() for m in marks]
+    target_marking = markings.union(all_marks) or timezone.localtime(now).date().isoformat()
+    return result, target_marking
+
+
+# --- halt_job / term_job ------------------------------------------------------------------
+
+
+@transaction.atomic
+def halt_job(
+    process_id: int, batch_marking: str | None = None, *, instance_exec_id: int | None = None
+) -> None:
+    """Finish a run successfully: queue its target batch for every downstream step and move
+    the rows it consumed to the archive."""
+    job = _lock_job(process_id)
+    run = _running(job, instance_exec_id, Code.PROCESS_NOT_RUNNING)
+    step_runs = list(
+        InstanceExec.objects.filter(parent=run)
+        .order_by("process_id", "-id")
+        .values_list("process_id", "exec_state_id", "process__name")
+    )
+    if any(state == ExecState.RUNNING for _, state, _ in step_runs):
+        names = sorted({name for _, state, name in step_runs if state == ExecState.RUNNING})
+        raise BdreError(Code.SUB_PROCESS_RUNNING, ", ".join(names))
+    latest: dict[int, tuple[int, str]] = {}
+    for step_id, state, name in step_runs:
+        latest.setdefault(step_id, (state, name))
+    failed = sorted(name for state, name in latest.values() if state in FAILED_STATES)
+    if failed:
+        raise BdreError(Code.SUB_PROCESS_FAILED, ", ".join(failed))
+
+    now = timezone.now()
+    step_ids = list(job.steps.values_list("id", flat=True))
+    rows = _step_rows(run, step_ids)
+    # Input of a step the workflow did not need to run is consumed with the job all the same.
+    rows.filter(batch_state_id=BatchState.ACCESSED).update(
+        batch_state_id=BatchState.PROCESSED, end_ts=now
+    )
+    if not batch_marking:
+        claimed = rows.values_list("batch_marking", flat=True)
+        batch_marking = (
+            markings.union(claimed) or timezone.localtime(run.start_ts).date().isoformat()
+        )
+    batch_queue.enqueue_for_downstream(
+        job=job, batch_id=run.target_batch_id, batch_marking=batch_marking, now=now
+    )
+    batch_queue.archive(target_batch_id=run.target_batch_id, step_ids=step_ids, now=now)
+    _set_state(run, ExecState.SUCCESS, now)
+
+
+@transaction.atomic
+def term_job(
+    process_id: int, error: str | None = None, *, instance_exec_id: int | None = None
+) -> None:
+    """Fail a run: its claimed rows stay queued as FAILED for the next run (the re-run), or
+    go to the dead letter after ``max_retries`` failed attempts."""
+    job = _lock_job(process_id)
+    run = _running(job, instance_exec_id, Code.PROCESS_NOT_RUNNING)
+    _fail_job_run(job, run, error or "terminated", timezone.now())
+
+
+# --- steps --------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def init_step(sub_process_id: int, *, worker: str | None = None) -> int:
+    """Start a step of the running job; returns the step's instance exec id."""
+    job, step = _lock_step(sub_process_id)
+    job_run = InstanceExec.objects.filter(process=job, exec_state_id=ExecState.RUNNING).first()
+    if job_run is None:
+        raise BdreError(Code.PARENT_NOT_RUNNING, f"{job.name} ({job.pk})")
+    if InstanceExec.objects.filter(process=step, exec_state_id=ExecState.RUNNING).exists():
+        raise BdreError(Code.SUB_PROCESS_ALREADY_RUNNING, f"{step.name} ({step.pk})")
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            run = InstanceExec.objects.create(
+                process=step,
+                parent=job_run,
+                start_ts=now,
+                exec_state_id=ExecState.RUNNING,
+                heartbeat_at=now,
+                lease_expires_at=_lease(step, now),
+                worker=worker if worker is not None else default_worker(),
+                target_batch_id=job_run.target_batch_id,
+            )
+    except IntegrityError as exc:
+        raise BdreError(Code.SUB_PROCESS_ALREADY_RUNNING, f"{step.name} ({step.pk})") from exc
+    _step_rows(job_run, [step.pk]).filter(batch_state_id=BatchState.ACCESSED).update(start_ts=now)
+    return run.pk
+
+
+@transaction.atomic
+def halt_step(sub_process_id: int, *, instance_exec_id: int | None = None) -> None:
+    """Finish a step successfully: its claimed rows are PROCESSED."""
+    _job, step = _lock_step(sub_process_id)
+    run = _running(step, instance_exec_id, Code.SUB_PROCESS_NOT_RUNNING)
+    now = timezone.now()
+    _step_rows(run, [step.pk]).filter(batch_state_id=BatchState.ACCESSED).update(
+        batch_state_id=BatchState.PROCESSED, end_ts=now
+    )
+    _set_state(run, ExecState.SUCCESS, now)
+
+
+@transaction.atomic
+def term_step(
+    sub_process_id: int, error: str | None = None, *, instance_exec_id: int | None = None
+) -> None:
+    """Fail a step: its claimed rows are FAILED with the error, and retried by the next run."""
+    _job, step = _lock_step(sub_process_id)
+    run = _running(step, instance_exec_id, Code.SUB_PROCESS_NOT_RUNNING)
+    now = timezone.now()
+    error = error or "terminated"
+    _step_rows(run, [step.pk]).filter(batch_state_id=BatchState.ACCESSED).update(
+        batch_state_id=BatchState.FAILED, end_ts=now, last_error=error
+    )
+    _set_state(run, ExecState.FAILED, now, error)
+
+
+# --- leases -------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def heartbeat(instance_exec_id: int) -> datetime:
+    """Renew a running instance's lease; 115 if the reaper already expired it."""
+    run = InstanceExec.objects.select_related("process").filter(pk=instance_exec_id).first()
+    if run is None:
+        raise BdreError(Code.PROCESS_NOT_RUNNING, f"run {instance_exec_id} does not exist")
+    now = timezone.now()
+    expires = _lease(run.process, now)
+    changed = InstanceExec.objects.filter(
+        pk=instance_exec_id, exec_state_id=ExecState.RUNNING
+    ).update(heartbeat_at=now, lease_expires_at=expires)
+    if changed != 1:
+        raise BdreError(
+            Code.LEASE_LOST,
+            f"run {instance_exec_id} is {ExecState(run.exec_state_id).name}",
+        )
+    return expires
+
+
+def _expired(now: datetime) -> Q:
+    # NULL-safe: a running instance without a lease (written by hand or by an old client)
+    # expires after the default lease from its last sign of life, never stays stuck.
+    fallback = now - timedelta(seconds=settings.BDRE_DEFAULT_LEASE_SECONDS)
+    silent = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=fallback)
+    return Q(lease_expires_at__lt=now) | (
+        Q(lease_expires_at__isnull=True, start_ts__lt=fallback) & silent
+    )
+
+
+def reap_expired(now: datetime | None = None) -> list[int]:
+    """Terminate running instances whose lease expired, exactly as term_job (a job run) or
+    term_step (a step run) would. Each in its own transaction; returns the reaped ids."""
+    now = now or timezone.now()
+    candidates = list(
+        InstanceExec.objects.filter(_expired(now), exec_state_id=ExecState.RUNNING)
+        # Job runs first: reaping one also fails its step runs, which are then skipped.
+        .order_by(F("parent_id").asc(nulls_first=True), "id")
+        .values_list("pk", flat=True)
+    )
+    reaped: list[int] = []
+    for run_id in candidates:
+        if _reap_one(run_id, now):
+            reaped.append(run_id)
+    return reaped
+
+
+@transaction.atomic
+def _reap_one(run_id: int, now: datetime) -> bool:
+    run = InstanceExec.objects.select_related("process").get(pk=run_id)
+    job_id = run.process.parent_id or run.process_id
+    job = Process.objects.select_for_update().get(pk=job_id)
+    # Re-check under the lock: a heartbeat or a halt may have come in since the scan.
+    if not InstanceExec.objects.filter(
+        _expired(now), pk=run_id, exec_state_id=ExecState.RUNNING
+    ).exists():
+        return False
+    error = f"lease expired at {run.lease_expires_at or 'unknown'}; reaped at {now}"
+    if run.parent_id is None:
+        _fail_job_run(job, run, error, now)
+    else:
+        _step_rows(run, [run.process_id]).filter(batch_state_id=BatchState.ACCESSED).update(
+            batch_state_id=BatchState.FAILED, end_ts=now, last_error=error
+        )
+        _set_state(run, ExecState.FAILED, now, error)
+    return True

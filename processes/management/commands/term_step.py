@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from bdre.commands import JsonCommand
+from processes import lifecycle
+
+
+class Command(JsonCommand):
+    help = "Fail a step: its input rows are FAILED and retried (BDRE TermStep)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--sub-process-id", type=int, required=True)
+        parser.add_argument("--error", default=None)
+        parser.add_argument("--instance-exec-id", type=int, default=None)
+
+    def run(self, **o: object) -> object:
+        lifecycle.term_step(o["sub_process_id"], o["error"], instance_exec_id=o["instance_exec_id"])
+        return {"terminated": o["sub_process_id"]}

@@ -1,0 +1,171 @@
+"""Exactly once under concurrency, with real parallel processes on PostgreSQL.
+
+The children are forked after closing the parent's connections, so each opens its own
+connection to the test database: real sessions, real row locks, no shared state.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from collections.abc import Callable
+
+import pytest
+from django.db import connection, connections
+from django.utils import timezone
+
+from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState
+from bdre.errors import BdreError, Code
+from processes import lifecycle
+from processes.models import ExecState, InstanceExec
+from tests.processes.conftest import steps_of
+
+pytestmark = [
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="needs PostgreSQL"),
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+]
+
+FORK = multiprocessing.get_context("fork")
+
+
+def in_children(target: Callable, args_list: list[tuple]) -> list:
+    """Run ``target(*args)`` in one forked process per args, return their results in order."""
+    connections.close_all()
+    with FORK.Pool(len(args_list)) as pool:
+        return pool.starmap(target, args_list)
+
+
+def _init_at(job_id: int, start_at: float) -> int | str:
+    connections.close_all()
+    time.sleep(max(0.0, start_at - time.time()))
+    try:
+        return lifecycle.init_job(job_id).instance_exec_id
+    except BdreError as error:
+        return int(error.code)
+    finally:
+        connections.close_all()
+
+
+def test_eight_processes_init_one_job_exactly_one_wins_seven_get_104(make_job):
+    job = make_job("contended")
+    start_at = time.time() + 2
+    outcomes = in_children(_init_at, [(job.pk, start_at)] * 8)
+    winners = [o for o in outcomes if o != Code.PARENT_ALREADY_RUNNING]
+    assert len(winners) == 1, outcomes
+    assert outcomes.count(Code.PARENT_ALREADY_RUNNING) == 7
+    assert list(InstanceExec.objects.filter(process=job).values_list("pk", flat=True)) == winners
+
+
+def _consume(job_id: int, step_id: int, start_at: float) -> list[int]:
+    """Run the job in a loop until its queue is empty; return the batch ids it consumed."""
+    connections.close_all()
+    time.sleep(max(0.0, start_at - time.time()))
+    consumed: list[int] = []
+    try:
+        while True:
+            try:
+                result = lifecycle.init_job(job_id, 37)
+            except BdreError as error:
+                if error.code == Code.PARENT_ALREADY_RUNNING:
+                    time.sleep(0.005)
+                    continue
+                if error.code == Code.NO_BATCHES:
+                    if not InstanceExec.objects.filter(
+                        process_id=job_id, exec_state_id=ExecState.RUNNING
+                    ).exists():
+                        return consumed
+                    time.sleep(0.005)
+                    continue
+                raise
+            lifecycle.init_step(step_id)
+            lifecycle.halt_step(step_id)
+            lifecycle.halt_job(job_id)
+            consumed += result.steps[step_id].batch_ids
+    finally:
+        connections.close_all()
+
+
+def test_four_jobs_consume_2000_upstream_batches_each_exactly_once(make_job):
+    upstream = make_job("upstream")
+    consumers = [make_job(f"consumer{i}", upstream=[upstream]) for i in range(4)]
+    steps = [steps_of(job)[0] for job in consumers]
+    now = timezone.now()
+    batches = Batch.objects.bulk_create([Batch(batch_type="file") for _ in range(2000)])
+    BatchConsumpQueue.objects.bulk_create(
+        BatchConsumpQueue(
+            source_batch=batch,
+            source_process=upstream,
+            process=step,
+            insert_ts=now,
+            batch_state_id=BatchState.NEW,
+            batch_marking="2026-11-21",
+        )
+        for batch in batches
+        for step in steps
+    )
+    start_at = time.time() + 2
+    # Two processes per job: they contend on the job (104) as well as on the queue.
+    args = [(job.pk, step.pk, start_at) for job, step in zip(consumers, steps, strict=True)] * 2
+    consumed = in_children(_consume, args)
+
+    expected = sorted(b.pk for b in batches)
+    for index, step in enumerate(steps):
+        mine = consumed[index] + consumed[index + 4]
+        assert sorted(mine) == expected  # every batch, none twice
+        archived = ArchiveConsumpQueue.objects.filter(process=step)
+        assert archived.count() == 2000
+        assert archived.values("source_batch").distinct().count() == 2000
+        assert set(archived.values_list("attempts", flat=True)) == {1}
+    assert not BatchConsumpQueue.objects.filter(process__in=steps).exists()
+
+
+def _crash_mid_run(job_id: int, step_id: int) -> None:
+    connections.close_all()
+    lifecycle.init_job(job_id, 100)
+    lifecycle.init_step(step_id)
+    os.kill(os.getpid(), signal.SIGKILL)  # the worker dies mid-step: no halt, no term
+
+
+def test_a_killed_run_is_reaped_and_its_rows_claimed_again_with_nothing_lost(make_job):
+    upstream = make_job("upstream")
+    job = make_job("fragile", upstream=[upstream], lease_seconds=1)
+    (step,) = steps_of(job)
+    now = timezone.now()
+    batches = Batch.objects.bulk_create([Batch(batch_type="file") for _ in range(50)])
+    BatchConsumpQueue.objects.bulk_create(
+        BatchConsumpQueue(
+            source_batch=b,
+            source_process=upstream,
+            process=step,
+            insert_ts=now,
+            batch_state_id=BatchState.NEW,
+        )
+        for b in batches
+    )
+    connections.close_all()
+    child = FORK.Process(target=_crash_mid_run, args=(job.pk, step.pk))
+    child.start()
+    child.join(60)
+    assert child.exitcode == -signal.SIGKILL
+
+    (dead,) = InstanceExec.objects.filter(process=job, exec_state_id=ExecState.RUNNING)
+    assert set(BatchConsumpQueue.objects.values_list("batch_state_id", flat=True)) == {
+        BatchState.ACCESSED
+    }
+    time.sleep(1.5)  # the lease runs out
+    assert lifecycle.reap_expired() == [dead.pk]
+
+    result = lifecycle.init_job(job.pk, 100)
+    assert result.is_rerun and result.target_batch_id == dead.target_batch_id
+    assert sorted(result.steps[step.pk].batch_ids) == sorted(b.pk for b in batches)
+    lifecycle.init_step(step.pk)
+    lifecycle.halt_step(step.pk)
+    lifecycle.halt_job(job.pk)
+    archived = ArchiveConsumpQueue.objects.filter(process=step)
+    assert sorted(archived.values_list("source_batch_id", flat=True)) == sorted(
+        b.pk for b in batches
+    )
+    assert set(archived.values_list("attempts", flat=True)) == {2}
+    assert not BatchConsumpQueue.objects.exists()

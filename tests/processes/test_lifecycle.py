@@ -1,0 +1,635 @@
+"""The job lifecycle of DESIGN.md section 4, through the Python API."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from batches import queue
+from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState
+from bdre.errors import BdreError
+from processes import lifecycle
+from processes.models import ExecState, InstanceExec
+from tests.factories import InstanceExecFactory
+from tests.processes.conftest import steps_of
+
+pytestmark = pytest.mark.django_db
+Queue = BatchConsumpQueue
+
+
+def code_of(call, *args, **kwargs) -> int:
+    with pytest.raises(BdreError) as excinfo:
+        call(*args, **kwargs)
+    return int(excinfo.value.code)
+
+
+def run_job(job, max_batch=None, fail_step=None):
+    """A whole run: init_job, every step in order, halt_job (or term on ``fail_step``)."""
+    result = lifecycle.init_job(job.pk, max_batch)
+    for step in steps_of(job):
+        if step.pk in result.skipped_step_ids:
+            continue
+        lifecycle.init_step(step.pk)
+        if step == fail_step:
+            lifecycle.term_step(step.pk, "step broke")
+            lifecycle.term_job(job.pk, "step broke")
+            return result
+        lifecycle.halt_step(step.pk)
+    lifecycle.halt_job(job.pk)
+    return result
+
+
+def queued(step, state=None):
+    rows = Queue.objects.filter(process=step)
+    if state is not None:
+        rows = rows.filter(batch_state_id=state)
+    return list(rows.order_by("id"))
+
+
+def feed(job, step_marks: list[str]) -> list[int]:
+    """Run ``job`` (no upstream) once per marking, so each run queues one batch downstream."""
+    batches = []
+    for mark in step_marks:
+        result = lifecycle.init_job(job.pk)
+        for step in steps_of(job):
+            lifecycle.init_step(step.pk)
+            lifecycle.halt_step(step.pk)
+        lifecycle.halt_job(job.pk, mark)
+        batches.append(result.target_batch_id)
+    return batches
+
+
+# --- the two-job scenario -----------------------------------------------------------------
+
+
+def test_two_jobs_fail_recover_and_archive(make_job):
+    p1 = make_job("p1", steps=2)
+    p2 = make_job("p2", steps=2, upstream=[p1])
+    a, b = steps_of(p2)
+
+    first = run_job(p1)
+    assert set(first.steps) == {s.pk for s in steps_of(p1)}
+    assert all(s.batch_ids == [0] and s.min_batch_id == 0 for s in first.steps.values())
+    assert InstanceExec.objects.get(pk=first.instance_exec_id).exec_state_id == ExecState.SUCCESS
+    for step in (a, b):
+        (row,) = queued(step, BatchState.NEW)
+        assert row.source_batch_id == first.target_batch_id
+        assert row.source_process == p1
+
+    failed = run_job(p2, max_batch=10, fail_step=b)
+    assert failed.last_recoverable_sp_id == a.pk
+    assert queued(a)[0].batch_state_id == BatchState.PROCESSED
+    (b_row,) = queued(b)
+    assert b_row.batch_state_id == BatchState.FAILED
+    assert b_row.last_error == "step broke"
+    assert b_row.target_batch_id == failed.target_batch_id
+    job_run = InstanceExec.objects.get(pk=failed.instance_exec_id)
+    assert job_run.exec_state_id == ExecState.FAILED
+    assert job_run.error == "step broke"
+
+    rerun = lifecycle.init_job(p2.pk, 10)
+    assert rerun.is_rerun
+    assert rerun.target_batch_id == failed.target_batch_id
+    assert rerun.last_recoverable_sp_id == b.pk
+    assert rerun.skipped_step_ids == [a.pk]
+    assert rerun.steps[b.pk].batch_ids == [first.target_batch_id]
+    b_row.refresh_from_db()
+    assert b_row.batch_state_id == BatchState.ACCESSED
+    assert b_row.attempts == 2
+    assert b_row.claimed_by_id == rerun.instance_exec_id
+    lifecycle.init_step(b.pk)
+    lifecycle.halt_step(b.pk)
+    lifecycle.halt_job(p2.pk)
+
+    assert Queue.objects.filter(process__in=[a, b]).count() == 0
+    archived = ArchiveConsumpQueue.objects.filter(target_batch_id=failed.target_batch_id)
+    assert sorted(archived.values_list("process_id", flat=True)) == [a.pk, b.pk]
+    assert set(archived.values_list("batch_state_id", flat=True)) == {BatchState.PROCESSED}
+    target = Batch.objects.get(pk=rerun.target_batch_id)
+    assert target.source_instance_exec_id == rerun.instance_exec_id
+
+
+def test_result_of_init_job_has_every_field(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2", upstream=[p1])
+    feed(p1, ["2026-11-19", "EOD@2026-11-20"])
+    result = lifecycle.init_job(p2.pk, 5, worker="w1")
+    (step,) = steps_of(p2)
+    data = result.as_dict()
+    assert set(data) == {
+        "instance_exec_id",
+        "target_batch_id",
+        "last_recoverable_sp_id",
+        "target_batch_marking",
+        "steps",
+        "is_rerun",
+        "skipped_step_ids",
+    }
+    assert set(data["steps"][str(step.pk)]) == {
+        "sub_process_id",
+        "min_batch_id",
+        "max_batch_id",
+        "min_batch_marking",
+        "max_batch_marking",
+        "batch_ids",
+        "files",
+    }
+    assert result.target_batch_marking == "2026-11-19,EOD@2026-11-20"
+    assert result.steps[step.pk].min_batch_marking == "2026-11-19"
+    assert result.steps[step.pk].max_batch_marking == "EOD@2026-11-20"
+    run = InstanceExec.objects.get(pk=result.instance_exec_id)
+    assert run.worker == "w1"
+    assert run.lease_expires_at > timezone.now() + timedelta(seconds=3500)
+    assert run.target_batch_id == result.target_batch_id
+
+
+def test_files_of_claimed_batches_are_returned(make_job):
+    ingest = make_job("ingest")
+    load = make_job("load", upstream=[ingest])
+    created = timezone.now()
+    b1 = queue.register_file(
+        source_process_id=ingest.pk,
+        path="/landing/1.txt",
+        file_size=10,
+        file_hash="h1",
+        creation_ts=created,
+    )
+    b2 = queue.register_file(
+        source_process_id=ingest.pk,
+        path="/landing/2.txt",
+        file_size=20,
+        file_hash="h2",
+        creation_ts=created,
+    )
+    result = lifecycle.init_job(load.pk, 10)
+    (step,) = steps_of(load)
+    got = result.steps[step.pk]
+    assert got.batch_ids == [b1.pk, b2.pk]
+    assert [(f.path, f.file_size, f.file_hash) for f in got.files] == [
+        ("/landing/1.txt", 10, "h1"),
+        ("/landing/2.txt", 20, "h2"),
+    ]
+
+
+# --- claiming -----------------------------------------------------------------------------
+
+
+def test_max_batch_claims_oldest_first(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2", upstream=[p1])
+    batches = feed(p1, [f"2026-11-{d:02d}" for d in range(1, 6)])
+    result = lifecycle.init_job(p2.pk, 2)
+    (step,) = steps_of(p2)
+    assert result.steps[step.pk].batch_ids == batches[:2]
+    assert len(queued(step, BatchState.NEW)) == 3
+    lifecycle.init_step(step.pk)
+    lifecycle.halt_step(step.pk)
+    lifecycle.halt_job(p2.pk)
+    assert lifecycle.init_job(p2.pk, 2).steps[step.pk].batch_ids == batches[2:4]
+
+
+def test_cut_pattern_claims_up_to_and_including_the_first_match(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2", upstream=[p1], cut="^EOD@")
+    batches = feed(
+        p1, ["2026-11-20", "2026-11-20", "EOD@2026-11-20", "2026-11-21", "EOD@2026-11-21"]
+    )
+    (step,) = steps_of(p2)
+    result = lifecycle.init_job(p2.pk)
+    assert result.steps[step.pk].batch_ids == batches[:3]
+    assert result.target_batch_marking == "2026-11-20,EOD@2026-11-20"
+    lifecycle.init_step(step.pk)
+    lifecycle.halt_step(step.pk)
+    lifecycle.halt_job(p2.pk)
+    assert lifecycle.init_job(p2.pk).steps[step.pk].batch_ids == batches[3:]
+
+
+def test_cut_pattern_is_checked_on_the_steps_own_rows(make_job):
+    p1 = make_job("p1")
+    cut = make_job("cut", upstream=[p1], cut="EOD")
+    other = make_job("other", upstream=[p1])
+    feed(p1, ["2026-11-20"])
+    # Another step's row with a matching marking must not satisfy this step's cut.
+    queue.enqueue(
+        source_batch_id=0,
+        source_process_id=p1.pk,
+        process_id=steps_of(other)[0].pk,
+        batch_marking="EOD@2026-11-20",
+    )
+    assert code_of(lifecycle.init_job, cut.pk) == 109
+
+
+def test_a_step_with_several_upstreams_gets_one_row_of_each(make_job):
+    left = make_job("left")
+    right = make_job("right")
+    join = make_job("join", upstream=[left, right])
+    lefts = feed(left, ["2026-11-01", "2026-11-02", "2026-11-03"])
+    (step,) = steps_of(join)
+    assert code_of(lifecycle.init_job, join.pk, 1) == 112
+    rights = feed(right, ["2026-11-04"])
+    result = lifecycle.init_job(join.pk, 1)
+    assert result.steps[step.pk].batch_ids == [lefts[0], rights[0]]
+
+
+def test_marking_min_max_and_union_compare_the_date_after_the_last_at(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2", upstream=[p1])
+    feed(p1, ["z@2026-01-02", "a@2026-01-03,b@x@2026-01-01", "2026-01-02"])
+    result = lifecycle.init_job(p2.pk, 10)
+    (step,) = steps_of(p2)
+    assert result.steps[step.pk].min_batch_marking == "b@x@2026-01-01"
+    assert result.steps[step.pk].max_batch_marking == "a@2026-01-03"
+    assert result.target_batch_marking == "b@x@2026-01-01,2026-01-02,z@2026-01-02,a@2026-01-03"
+
+
+def test_halt_job_marks_downstream_rows_with_the_target_marking_by_default(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2", upstream=[p1])
+    p3 = make_job("p3", upstream=[p2])
+    feed(p1, ["2026-11-01", "2026-11-02"])
+    run_job(p2, max_batch=5)
+    (row,) = queued(steps_of(p3)[0])
+    assert row.batch_marking == "2026-11-01,2026-11-02"
+
+
+def test_a_job_without_upstream_marks_its_batch_with_the_run_date(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2", upstream=[p1])
+    result = run_job(p1)
+    assert result.target_batch_marking == timezone.localdate().isoformat()
+    assert queued(steps_of(p2)[0])[0].batch_marking == timezone.localdate().isoformat()
+
+
+def test_halt_job_leaves_rows_of_other_jobs_alone(make_job):
+    p1 = make_job("p1")
+    mine = make_job("mine", upstream=[p1])
+    theirs = make_job("theirs", upstream=[p1])
+    feed(p1, ["2026-11-01"])
+    lifecycle.init_job(theirs.pk, 10)
+    run_job(mine, max_batch=10)
+    (their_row,) = queued(steps_of(theirs)[0])
+    assert their_row.batch_state_id == BatchState.ACCESSED
+
+
+# --- errors 101-115 -----------------------------------------------------------------------
+
+
+def test_error_101_max_batch_null(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2", upstream=[p1])
+    feed(p1, ["2026-11-01"])
+    assert code_of(lifecycle.init_job, p2.pk) == 101
+    assert code_of(lifecycle.init_job, p2.pk, 0) == 101
+
+
+def test_error_102_invalid_parent_process(make_job):
+    p1 = make_job("p1")
+    assert code_of(lifecycle.init_job, 999_999) == 102
+    assert code_of(lifecycle.init_job, steps_of(p1)[0].pk) == 102
+    assert code_of(lifecycle.halt_job, 999_999) == 102
+    assert code_of(lifecycle.term_job, steps_of(p1)[0].pk) == 102
+    p1.deleted = True
+    p1.save()
+    assert code_of(lifecycle.init_job, p1.pk) == 102
+
+
+def test_error_103_invalid_sub_process(make_job):
+    p1 = make_job("p1")
+    for call in (lifecycle.init_step, lifecycle.halt_step, lifecycle.term_step):
+        assert code_of(call, p1.pk) == 103
+        assert code_of(call, 999_999) == 103
+
+
+def test_error_104_second_init_job_gets_104(make_job):
+    p1 = make_job("p1")
+    lifecycle.init_job(p1.pk)
+    assert code_of(lifecycle.init_job, p1.pk) == 104
+    assert InstanceExec.objects.filter(process=p1).count() == 1
+
+
+def test_error_105_halt_or_term_of_a_job_not_running(make_job):
+    p1 = make_job("p1")
+    assert code_of(lifecycle.halt_job, p1.pk) == 105
+    assert code_of(lifecycle.term_job, p1.pk) == 105
+
+
+def test_error_106_step_already_running(make_job):
+    p1 = make_job("p1")
+    lifecycle.init_job(p1.pk)
+    lifecycle.init_step(steps_of(p1)[0].pk)
+    assert code_of(lifecycle.init_step, steps_of(p1)[0].pk) == 106
+
+
+def test_error_107_halt_or_term_of_a_step_not_running(make_job):
+    p1 = make_job("p1")
+    lifecycle.init_job(p1.pk)
+    assert code_of(lifecycle.halt_step, steps_of(p1)[0].pk) == 107
+    assert code_of(lifecycle.term_step, steps_of(p1)[0].pk) == 107
+
+
+def test_error_108_step_of_a_job_not_running(make_job):
+    p1 = make_job("p1")
+    assert code_of(lifecycle.init_step, steps_of(p1)[0].pk) == 108
+
+
+def test_error_109_no_batch_matches_the_cut_pattern(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2", upstream=[p1], cut="EOD")
+    feed(p1, ["2026-11-01"])
+    assert code_of(lifecycle.init_job, p2.pk) == 109
+
+
+def test_error_110_a_step_is_running(make_job):
+    p1 = make_job("p1")
+    lifecycle.init_job(p1.pk)
+    lifecycle.init_step(steps_of(p1)[0].pk)
+    assert code_of(lifecycle.halt_job, p1.pk) == 110
+    # A step left running by hand outside any job run blocks init_job.
+    p2 = make_job("p2")
+    InstanceExecFactory(process=steps_of(p2)[0], exec_state_id=ExecState.RUNNING)
+    assert code_of(lifecycle.init_job, p2.pk) == 110
+
+
+def test_error_111_a_step_failed(make_job):
+    p1 = make_job("p1")
+    lifecycle.init_job(p1.pk)
+    lifecycle.init_step(steps_of(p1)[0].pk)
+    lifecycle.term_step(steps_of(p1)[0].pk, "bad")
+    assert code_of(lifecycle.halt_job, p1.pk) == 111
+
+
+def test_a_step_that_failed_then_succeeded_lets_the_job_halt(make_job):
+    p1 = make_job("p1")
+    (step,) = steps_of(p1)
+    lifecycle.init_job(p1.pk)
+    lifecycle.init_step(step.pk)
+    lifecycle.term_step(step.pk, "flaky")
+    lifecycle.init_step(step.pk)
+    lifecycle.halt_step(step.pk)
+    lifecycle.halt_job(p1.pk)
+
+
+def test_error_112_nothing_queued(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2", upstream=[p1])
+    assert code_of(lifecycle.init_job, p2.pk, 5) == 112
+    assert not InstanceExec.objects.filter(process=p2).exists()
+
+
+def test_validation_order_104_before_110_before_101(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2", upstream=[p1])
+    InstanceExecFactory(process=steps_of(p2)[0], exec_state_id=ExecState.RUNNING)
+    assert code_of(lifecycle.init_job, p2.pk) == 110
+    InstanceExecFactory(process=p2, exec_state_id=ExecState.RUNNING)
+    assert code_of(lifecycle.init_job, p2.pk) == 104
+
+
+def test_validation_order_101_before_109_before_112(make_job):
+    p1 = make_job("p1")
+    cut = make_job("cut", upstream=[p1], cut="EOD")
+    assert code_of(lifecycle.init_job, cut.pk) == 109
+    plain = make_job("plain", upstream=[p1])
+    assert code_of(lifecycle.init_job, plain.pk) == 101
+    assert code_of(lifecycle.init_job, plain.pk, 3) == 112
+
+
+def test_errors_113_and_114_from_files_between(make_job):
+    ingest = make_job("ingest")
+    load = make_job("load", upstream=[ingest])
+    other = make_job("other")
+    (step,) = steps_of(load)
+    now = timezone.now()
+    b1 = queue.register_file(
+        source_process_id=ingest.pk, path="/a", file_size=1, file_hash="a", creation_ts=now
+    )
+    b2 = queue.register_file(
+        source_process_id=ingest.pk, path="/b", file_size=1, file_hash="b", creation_ts=now
+    )
+    assert [
+        f.path
+        for f in queue.files_between(sub_process_id=step.pk, min_batch_id=b1.pk, max_batch_id=b2.pk)
+    ] == ["/a", "/b"]
+    assert (
+        code_of(queue.files_between, sub_process_id=step.pk, min_batch_id=b1.pk, max_batch_id=9999)
+        == 114
+    )
+    (other_step,) = steps_of(other)
+    b3 = Batch.objects.create(batch_type="manual")
+    queue.enqueue(source_batch_id=b3.pk, source_process_id=ingest.pk, process_id=other_step.pk)
+    assert (
+        code_of(queue.files_between, sub_process_id=step.pk, min_batch_id=b1.pk, max_batch_id=b3.pk)
+        == 113
+    )
+    assert (
+        code_of(
+            queue.files_between,
+            sub_process_id=other_step.pk,
+            min_batch_id=b1.pk,
+            max_batch_id=b2.pk,
+        )
+        == 114
+    )
+
+
+def test_error_115_a_reaped_run_cannot_halt_or_term(make_job):
+    p1 = make_job("p1", lease_seconds=60)
+    (step,) = steps_of(p1)
+    zombie = lifecycle.init_job(p1.pk)
+    zombie_step = lifecycle.init_step(step.pk)
+    later = timezone.now() + timedelta(seconds=120)
+    # The job run is reaped; its running step is failed with it, not reaped on its own.
+    assert lifecycle.reap_expired(later) == [zombie.instance_exec_id]
+    replacement = lifecycle.init_job(p1.pk)
+    assert replacement.is_rerun and replacement.target_batch_id == zombie.target_batch_id
+    assert code_of(lifecycle.halt_step, step.pk, instance_exec_id=zombie_step) == 115
+    assert code_of(lifecycle.halt_job, p1.pk, instance_exec_id=zombie.instance_exec_id) == 115
+    assert code_of(lifecycle.term_job, p1.pk, instance_exec_id=zombie.instance_exec_id) == 115
+    assert code_of(lifecycle.heartbeat, zombie.instance_exec_id) == 115
+    replacement_run = InstanceExec.objects.get(pk=replacement.instance_exec_id)
+    assert replacement_run.exec_state_id == ExecState.RUNNING  # nothing changed
+
+
+# --- retries, dead letter, requeue --------------------------------------------------------
+
+
+def test_a_row_is_discarded_after_max_retries_and_requeued_by_hand(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2", upstream=[p1], max_retries=2)
+    feed(p1, ["2026-11-01"])
+    (step,) = steps_of(p2)
+    for attempt in (1, 2):
+        run_job(p2, max_batch=1, fail_step=step)
+        (row,) = queued(step)
+        assert row.attempts == attempt
+    assert row.batch_state_id == BatchState.DISCARDED
+    assert row.last_error == "step broke"
+    assert code_of(lifecycle.init_job, p2.pk, 1) == 112  # a dead letter is never claimed
+
+    queue.requeue(row.pk)
+    row.refresh_from_db()
+    assert (row.batch_state_id, row.attempts, row.last_error) == (BatchState.NEW, 0, "step broke")
+    result = run_job(p2, max_batch=1)
+    assert not result.is_rerun
+    assert ArchiveConsumpQueue.objects.filter(queue_id=row.pk).exists()
+
+
+def test_discard_by_hand_and_what_cannot_be_requeued(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2", upstream=[p1])
+    feed(p1, ["2026-11-01", "2026-11-02"])
+    (step,) = steps_of(p2)
+    first, second = queued(step)
+    queue.discard(second.pk, "corrupt upstream file")
+    second.refresh_from_db()
+    assert second.batch_state_id == BatchState.DISCARDED
+    assert second.last_error == "corrupt upstream file"
+    assert code_of(queue.requeue, first.pk) == 114  # NEW: nothing to requeue
+    lifecycle.init_job(p2.pk, 5)
+    assert code_of(queue.requeue, first.pk) == 110  # claimed by a running job
+    assert code_of(queue.discard, first.pk, "x") == 110
+    assert code_of(queue.requeue, 999_999) == 114
+
+
+def test_every_failure_keeps_its_error(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2", steps=2, upstream=[p1])
+    feed(p1, ["2026-11-01"])
+    a, b = steps_of(p2)
+    lifecycle.init_job(p2.pk, 5)
+    lifecycle.init_step(a.pk)
+    lifecycle.term_step(a.pk, "disk full")
+    lifecycle.term_job(p2.pk, "job gave up")
+    assert queued(a)[0].last_error == "disk full"
+    assert queued(b)[0].last_error == "job gave up"
+    assert InstanceExec.objects.get(process=a).error == "disk full"
+
+
+def test_a_rerun_redoes_a_succeeded_step_that_cannot_recover(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2", steps=2, upstream=[p1], can_recover=False)
+    feed(p1, ["2026-11-01"])
+    a, b = steps_of(p2)
+    run_job(p2, max_batch=5, fail_step=b)
+    rerun = lifecycle.init_job(p2.pk, 5)
+    assert rerun.last_recoverable_sp_id == a.pk
+    assert rerun.skipped_step_ids == []
+    assert {r.batch_state_id for r in queued(a) + queued(b)} == {BatchState.ACCESSED}
+
+
+def test_recovery_of_a_job_without_upstream_keeps_its_target_batch(make_job):
+    p1 = make_job("p1", steps=3)
+    s1, s2, _s3 = steps_of(p1)
+    failed = run_job(p1, fail_step=s2)
+    rerun = lifecycle.init_job(p1.pk)
+    assert rerun.is_rerun and rerun.target_batch_id == failed.target_batch_id
+    assert rerun.skipped_step_ids == [s1.pk]
+    assert rerun.last_recoverable_sp_id == s2.pk
+
+
+def test_an_abandoned_run_gives_its_finished_rows_back(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2", steps=2, upstream=[p1], max_retries=1)
+    feed(p1, ["2026-11-01"])
+    a, b = steps_of(p2)
+    run_job(p2, max_batch=5, fail_step=b)
+    assert queued(b)[0].batch_state_id == BatchState.DISCARDED
+    assert queued(a)[0].batch_state_id == BatchState.PROCESSED
+    queue.requeue(queued(b)[0].pk)
+    fresh = lifecycle.init_job(p2.pk, 5)
+    assert not fresh.is_rerun
+    assert fresh.steps[a.pk].batch_ids == [queued(a)[0].source_batch_id]
+    assert {r.batch_state_id for r in queued(a) + queued(b)} == {BatchState.ACCESSED}
+
+
+# --- leases -------------------------------------------------------------------------------
+
+
+def test_heartbeat_extends_the_lease(make_job):
+    p1 = make_job("p1", lease_seconds=30)
+    result = lifecycle.init_job(p1.pk)
+    before = InstanceExec.objects.get(pk=result.instance_exec_id).lease_expires_at
+    expires = lifecycle.heartbeat(result.instance_exec_id)
+    assert expires >= before
+    assert lifecycle.reap_expired(timezone.now() + timedelta(seconds=10)) == []
+
+
+def test_reaper_terminates_expired_runs_as_term_job_does(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2", steps=2, upstream=[p1], lease_seconds=5)
+    feed(p1, ["2026-11-01"])
+    a, _ = steps_of(p2)
+    result = lifecycle.init_job(p2.pk, 5)
+    step_run = lifecycle.init_step(a.pk)
+    reaped = lifecycle.reap_expired(timezone.now() + timedelta(seconds=10))
+    assert reaped == [result.instance_exec_id]
+    job_run = InstanceExec.objects.get(pk=result.instance_exec_id)
+    assert job_run.exec_state_id == ExecState.FAILED
+    assert "lease expired" in job_run.error
+    assert InstanceExec.objects.get(pk=step_run).exec_state_id == ExecState.FAILED
+    assert {r.batch_state_id for r in Queue.objects.filter(process__parent=p2)} == {
+        BatchState.FAILED
+    }
+    assert lifecycle.init_job(p2.pk, 5).is_rerun
+
+
+def test_reaper_is_null_safe(make_job):
+    p1 = make_job("p1")
+    stale = InstanceExecFactory(
+        process=p1,
+        exec_state_id=ExecState.RUNNING,
+        start_ts=timezone.now() - timedelta(hours=3),
+        lease_expires_at=None,
+    )
+    fresh_job = make_job("p2")
+    fresh = InstanceExecFactory(
+        process=fresh_job, exec_state_id=ExecState.RUNNING, lease_expires_at=None
+    )
+    assert lifecycle.reap_expired() == [stale.pk]
+    fresh.refresh_from_db()
+    assert fresh.exec_state_id == ExecState.RUNNING
+
+
+def test_reaper_leaves_live_runs_alone(make_job):
+    p1 = make_job("p1")
+    result = lifecycle.init_job(p1.pk)
+    assert lifecycle.reap_expired() == []
+    run = InstanceExec.objects.get(pk=result.instance_exec_id)
+    assert run.exec_state_id == ExecState.RUNNING
+
+
+# --- query counts -------------------------------------------------------------------------
+
+
+def queries_of(call) -> int:
+    with CaptureQueriesContext(connection) as ctx:
+        call()
+    return len(ctx.captured_queries)
+
+
+def test_init_and_halt_job_queries_do_not_grow_with_queue_depth_or_max_batch(make_job):
+    counts = {}
+    for depth, max_batch in ((3, 2), (300, 250)):
+        p1 = make_job(f"up{depth}")
+        p2 = make_job(f"down{depth}", steps=2, upstream=[p1])
+        now = timezone.now()
+        for i in range(depth):
+            queue.register_file(
+                source_process_id=p1.pk,
+                path=f"/d{depth}/{i}",
+                file_size=1,
+                file_hash=str(i),
+                creation_ts=now,
+            )
+        init = queries_of(lambda p2=p2, m=max_batch: lifecycle.init_job(p2.pk, m))
+        for step in steps_of(p2):
+            lifecycle.init_step(step.pk)
+            lifecycle.halt_step(step.pk)
+        halt = queries_of(lambda p2=p2: lifecycle.halt_job(p2.pk))
+        counts[depth] = (init, halt)
+    assert counts[3] == counts[300]
+    assert counts[3][0] <= 25 and counts[3][1] <= 15
