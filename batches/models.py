@@ -18,6 +18,9 @@ class BatchState(models.IntegerChoices):
     DISCARDED = 4  # dead letter: failed max_retries times, claimed again only after a requeue
 
 
+CLAIMABLE_STATES = (BatchState.NEW, BatchState.FAILED)
+
+
 class BatchStatus(MasterTable):
     class Meta(MasterTable.Meta):
         verbose_name_plural = "batch statuses"
@@ -107,7 +110,19 @@ class BatchConsumpQueue(QueueRow):
             ),
         ]
         indexes = [
-            # init_job claims a step's rows in a given state, oldest first.
+            # init_job claims a step's claimable (NEW or FAILED) rows oldest first, and finds
+            # the oldest of each upstream: partial indexes make both a short ordered scan
+            # whatever the depth of the queue.
+            models.Index(
+                fields=["process", "id"],
+                condition=Q(batch_state__in=CLAIMABLE_STATES),
+                name="queue_claimable",
+            ),
+            models.Index(
+                fields=["process", "source_process", "id"],
+                condition=Q(batch_state__in=CLAIMABLE_STATES),
+                name="queue_claimable_by_source",
+            ),
             models.Index(fields=["process", "batch_state", "id"], name="queue_step_state_id"),
             models.Index(fields=["target_batch"], name="queue_target_batch"),
             models.Index(fields=["claimed_by"], name="queue_claimed_by"),

@@ -11,15 +11,22 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Min, Q, QuerySet, Subquery
+from django.db.models import F, Q, QuerySet, Subquery
 from django.utils import timezone
 
-from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState, File
+from batches.models import (
+    CLAIMABLE_STATES,
+    ArchiveConsumpQueue,
+    Batch,
+    BatchConsumpQueue,
+    BatchState,
+    File,
+)
 from bdre.errors import BdreError, Code
 from processes.models import Process
 
 Queue = BatchConsumpQueue
-CLAIMABLE = (BatchState.NEW, BatchState.FAILED)
+CLAIMABLE = CLAIMABLE_STATES
 
 
 def _job(process_id: int) -> Process:
@@ -202,32 +209,47 @@ def claim(
     picked = candidates.order_by("id").select_for_update(skip_locked=True).values("id")
     if max_batch is not None and cut_id is None:
         picked = picked[:max_batch]
-    condition = Q(id__in=Subquery(picked))
+    claimed = {
+        "target_batch_id": target_batch_id,
+        "batch_state_id": BatchState.ACCESSED,
+        "start_ts": now,
+        "end_ts": None,
+        "claimed_by_id": run_id,
+        "attempts": F("attempts") + 1,
+    }
+    # Two statements rather than one with an OR: "id IN (subquery) OR id IN (...)" keeps
+    # PostgreSQL from driving the update by the subquery's few rows and makes it read every
+    # claimable row of the step instead.
+    count = Queue.objects.filter(id__in=Subquery(picked)).update(**claimed)
     if first_of_each_upstream:
-        condition |= Q(id__in=list(first_of_each_upstream))
-    return (
-        Queue.objects.filter(condition)
-        .filter(process_id=step_id, batch_state_id__in=CLAIMABLE)
-        .update(
-            target_batch_id=target_batch_id,
-            batch_state_id=BatchState.ACCESSED,
-            start_ts=now,
-            end_ts=None,
-            claimed_by_id=run_id,
-            attempts=F("attempts") + 1,
+        count += (
+            Queue.objects.filter(id__in=list(first_of_each_upstream))
+            .filter(process_id=step_id, batch_state_id__in=CLAIMABLE)
+            .update(**claimed)
         )
-    )
+    return count
 
 
-def first_claimable_per_upstream(step_id: int) -> dict[int | None, int]:
-    """The oldest claimable row of a step from each source process (one query)."""
-    return dict(
-        Queue.objects.filter(process_id=step_id, batch_state_id__in=CLAIMABLE)
-        .order_by()
-        .values("source_process_id")
-        .annotate(first=Min("id"))
-        .values_list("source_process_id", "first")
-    )
+def has_claimable(step_id: int) -> bool:
+    return Queue.objects.filter(process_id=step_id, batch_state_id__in=CLAIMABLE).exists()
+
+
+def first_claimable_per_upstream(step_id: int, upstream_ids: Sequence[int]) -> dict[int, int]:
+    """The oldest claimable row of a step from each upstream job that has one: one indexed
+    lookup per upstream (a GROUP BY would read every claimable row)."""
+    found = {}
+    for upstream_id in upstream_ids:
+        first = (
+            Queue.objects.filter(
+                process_id=step_id, source_process_id=upstream_id, batch_state_id__in=CLAIMABLE
+            )
+            .order_by("id")
+            .values_list("id", flat=True)
+            .first()
+        )
+        if first is not None:
+            found[upstream_id] = first
+    return found
 
 
 def first_cut(step_id: int, pattern: str) -> int | None:
@@ -259,25 +281,21 @@ _COLUMNS = (
 )
 
 
-def archive(*, target_batch_id: int, step_ids: Sequence[int], now: datetime) -> int:
-    """Move the rows a job run consumed (its target batch, its own steps) to the archive:
-    an INSERT ... SELECT and a DELETE, two statements whatever the number of rows. Rows of
-    other jobs are never touched."""
-    if not step_ids:
-        return 0
+def archive(*, target_batch_id: int, now: datetime) -> int:
+    """Move the rows a job run consumed (those of its target batch, which no other job's run
+    ever uses) to the archive: an INSERT ... SELECT and a DELETE, two statements whatever the
+    number of rows."""
     columns = ", ".join(_COLUMNS)
-    placeholders = ", ".join(["%s"] * len(step_ids))
     quote = connection.ops.quote_name
-    where = f"target_batch_id = %s AND process_id IN ({placeholders})"
-    params = [target_batch_id, *step_ids]
+    queue_table = quote(Queue._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {quote(ArchiveConsumpQueue._meta.db_table)} "
             f"(queue_id, archived_ts, {columns}) "
-            f"SELECT id, %s, {columns} FROM {quote(Queue._meta.db_table)} WHERE {where}",
-            [now, *params],
+            f"SELECT id, %s, {columns} FROM {queue_table} WHERE target_batch_id = %s",
+            [now, target_batch_id],
         )
-        cursor.execute(f"DELETE FROM {quote(Queue._meta.db_table)} WHERE {where}", params)
+        cursor.execute(f"DELETE FROM {queue_table} WHERE target_batch_id = %s", [target_batch_id])
         return cursor.rowcount
 
 

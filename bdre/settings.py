@@ -94,6 +94,9 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     }
     if _db["NAME"] and _db["NAME"] != ":memory:":
         Path(_db["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+    # The test database is a file, not memory, so that tests can run real parallel
+    # processes against it.
+    _db["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

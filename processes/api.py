@@ -8,12 +8,15 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from batches import queue as batch_queue
+from batches.serializers import FileSerializer
 from bdre.access import Role, scope
 from bdre.api import ErrorSerializer, acting_on
 from bdre.errors import Code
 from processes import lifecycle
 from processes.models import InstanceExec, Process
 from processes.serializers import (
+    FilesBetweenInput,
     HaltJobInput,
     HeartbeatResultSerializer,
     InitJobInput,
@@ -58,6 +61,19 @@ class ProcessViewSet(viewsets.ReadOnlyModelViewSet):
     def _step(self, request: Request, pk: str) -> int:
         acting_on(request, Process, int(pk), role=Role.DEVELOPER, unknown=Code.INVALID_SUB_PROCESS)
         return int(pk)
+
+    @extend_schema(
+        parameters=[FilesBetweenInput],
+        responses={200: FileSerializer(many=True), **ERRORS},
+        description="BDRE's GetFiles: the files of the step's batches from min to max batch id.",
+    )
+    @action(detail=True, methods=["get"])
+    def files(self, request: Request, pk: str) -> Response:
+        acting_on(request, Process, int(pk), role=Role.VIEWER, unknown=Code.INVALID_SUB_PROCESS)
+        query = FilesBetweenInput(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        files = batch_queue.files_between(sub_process_id=int(pk), **query.validated_data)
+        return Response(FileSerializer(files, many=True).data)
 
     @extend_schema(request=InitJobInput, responses={201: InitJobResultSerializer, **ERRORS})
     @action(detail=True, methods=["post"], url_path="init-job")

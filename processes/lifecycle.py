@@ -107,12 +107,13 @@ def _running(process: Process, instance_exec_id: int | None, not_running: Code) 
     run = InstanceExec.objects.filter(process=process, exec_state_id=ExecState.RUNNING).first()
     if instance_exec_id is not None and (run is None or run.pk != instance_exec_id):
         mine = InstanceExec.objects.filter(pk=instance_exec_id, process=process).first()
-        if mine is not None:
-            raise BdreError(
-                Code.LEASE_LOST,
-                f"run {instance_exec_id} of {process.name} is {ExecState(mine.exec_state_id).name}"
-                + (f"; run {run.pk} replaced it" if run else ""),
-            )
+        if mine is None:
+            raise BdreError(not_running, f"run {instance_exec_id} is not a run of {process.name}")
+        raise BdreError(
+            Code.LEASE_LOST,
+            f"run {instance_exec_id} of {process.name} is {ExecState(mine.exec_state_id).name}"
+            + (f"; run {run.pk} replaced it" if run else ""),
+        )
     if run is None:
         raise BdreError(not_running, f"{process.name} ({process.pk})")
     return run
@@ -131,18 +132,31 @@ def _set_state(run: InstanceExec, state: ExecState, now: datetime, error: str = 
         raise BdreError(Code.LEASE_LOST, f"run {run.pk} is no longer running")
 
 
-def _step_rows(run: InstanceExec, step_ids: list[int]):
-    return Queue.objects.filter(target_batch_id=run.target_batch_id, process_id__in=step_ids)
+def _run_rows(run: InstanceExec):
+    """The queue rows a job run claimed. A target batch is created by one job's run (and
+    kept by its re-runs), so its id alone selects them, on its own index."""
+    return Queue.objects.filter(target_batch_id=run.target_batch_id)
 
 
-def _fail_job_run(job: Process, run: InstanceExec, error: str, now: datetime) -> None:
+def _step_rows(run: InstanceExec, step_id: int):
+    return _run_rows(run).filter(process_id=step_id)
+
+
+def _fail_step_run(run: InstanceExec, error: str, now: datetime) -> None:
+    """term_step's writes: the step run FAILED, its claimed rows FAILED with the error."""
+    _step_rows(run, run.process_id).filter(batch_state_id=BatchState.ACCESSED).update(
+        batch_state_id=BatchState.FAILED, end_ts=now, last_error=error
+    )
+    _set_state(run, ExecState.FAILED, now, error)
+
+
+def _fail_job_run(run: InstanceExec, error: str, now: datetime) -> None:
     """term_job's writes: the run and its running steps FAILED, its claimed rows FAILED and,
     after ``max_retries`` failed attempts, DISCARDED (dead letter)."""
-    step_ids = list(job.steps.values_list("id", flat=True))
     InstanceExec.objects.filter(parent=run, exec_state_id=ExecState.RUNNING).update(
         exec_state_id=ExecState.FAILED, end_ts=now, error=f"job run failed: {error}"
     )
-    rows = _step_rows(run, step_ids)
+    rows = _run_rows(run)
     rows.filter(batch_state_id=BatchState.ACCESSED).update(
         batch_state_id=BatchState.FAILED, end_ts=now, last_error=error
     )
@@ -184,10 +198,10 @@ def init_job(
     if max_batch is not None and max_batch < 1:
         raise BdreError(Code.MAX_BATCH_NULL, f"max batch must be at least 1, got {max_batch}")
 
-    rerun_batch_id = _failed_target(job, step_ids, consuming)
+    rerun_batch_id = _failed_target(job, consuming)
     now = timezone.now()
     cuts: dict[int, int | None] = {}
-    firsts: dict[int, dict[int | None, int]] = {}
+    firsts: dict[int, dict[int, int]] = {}
     if rerun_batch_id is None:
         # Rows a step finished in a failed run that was then abandoned (its remaining rows
         # went to the dead letter) were never published by halt_job: take them again.
@@ -204,9 +218,10 @@ def init_job(
                         f"{step.name}: no queued batch matches {step.batch_cut_pattern!r}",
                     )
         for step in consuming:
-            firsts[step.pk] = batch_queue.first_claimable_per_upstream(step.pk)
-            missing = upstream_of[step.pk] - set(firsts[step.pk])
-            if not firsts[step.pk] or missing:
+            upstream_ids = sorted(upstream_of[step.pk])
+            firsts[step.pk] = batch_queue.first_claimable_per_upstream(step.pk, upstream_ids)
+            missing = set(upstream_ids) - set(firsts[step.pk])
+            if missing or not batch_queue.has_claimable(step.pk):
                 raise BdreError(
                     Code.NO_BATCHES,
                     f"{step.name}: nothing queued"
@@ -232,12 +247,10 @@ def init_job(
         target_id = rerun_batch_id
         Batch.objects.filter(pk=target_id).update(source_instance_exec=run)
         skipped = _recovered_steps(steps, target_id)
-        redo = [pk for pk in step_ids if pk not in skipped]
         Queue.objects.filter(
             target_batch_id=target_id,
-            process_id__in=redo,
             batch_state_id__in=(BatchState.FAILED, BatchState.PROCESSED, BatchState.ACCESSED),
-        ).update(
+        ).exclude(process_id__in=skipped).update(
             batch_state_id=BatchState.ACCESSED,
             start_ts=now,
             end_ts=None,
@@ -251,7 +264,7 @@ def init_job(
         target_id = target.pk
         InstanceExec.objects.filter(pk=run.pk).update(target_batch_id=target_id)
         for step in consuming:
-            mandatory = [row_id for src, row_id in firsts[step.pk].items() if src is not None]
+            mandatory = list(firsts[step.pk].values())
             batch_queue.claim(
                 step_id=step.pk,
                 target_batch_id=target_id,
@@ -263,7 +276,7 @@ def init_job(
             )
 
     first_to_run = next((s.pk for s in steps if s.pk not in skipped), None)
-    per_step, target_marking = _claimed(target_id, steps, consuming, now)
+    per_step, target_marking = _claimed(target_id, steps, now)
     return InitJobResult(
         instance_exec_id=run.pk,
         target_batch_id=target_id,
@@ -275,7 +288,7 @@ def init_job(
     )
 
 
-def _failed_target(job: Process, step_ids: list[int], consuming: list[Process]) -> int | None:
+def _failed_target(job: Process, consuming: list[Process]) -> int | None:
     """The target batch to re-run: that of the job's last run if it failed and it still has
     rows to retry (or the job reads no queue)."""
     last = (
@@ -289,9 +302,7 @@ def _failed_target(job: Process, step_ids: list[int], consuming: list[Process]) 
     if not consuming:
         return last["target_batch_id"]
     retry = Queue.objects.filter(
-        target_batch_id=last["target_batch_id"],
-        process_id__in=step_ids,
-        batch_state_id=BatchState.FAILED,
+        target_batch_id=last["target_batch_id"], batch_state_id=BatchState.FAILED
     )
     return last["target_batch_id"] if retry.exists() else None
 
@@ -315,25 +326,25 @@ def _recovered_steps(steps: list[Process], target_batch_id: int) -> set[int]:
 
 
 def _claimed(
-    target_id: int, steps: list[Process], consuming: list[Process], now: datetime
+    target_id: int, steps: list[Process], now: datetime
 ) -> tuple[dict[int, StepBatches], str]:
     """What each step has to work on, in two queries whatever the number of rows."""
-    rows = Queue.objects.filter(
-        target_batch_id=target_id, process_id__in=[s.pk for s in consuming]
-    ).values_list("process_id", "source_batch_id", "batch_marking")
+    # A target batch belongs to one job run: filtering on it alone keeps both queries on
+    # its index (an extra "process_id IN" can lead the planner to the far larger per-step
+    # index at depth).
+    claimed = Queue.objects.filter(target_batch_id=target_id)
     batches_of: dict[int, list[int]] = defaultdict(list)
     marks_of: dict[int, list[str]] = defaultdict(list)
-    for step_id, batch_id, marking in rows:
+    for step_id, batch_id, marking in claimed.values_list(
+        "process_id", "source_batch_id", "batch_marking"
+    ):
         batches_of[step_id].append(batch_id)
         marks_of[step_id].append(marking)
-    all_batches = {b for ids in batches_of.values() for b in ids}
     files_of: dict[int, list[FileInfo]] = defaultdict(list)
-    if all_batches:
-        for f in File.objects.filter(
-            batch_id__in=Queue.objects.filter(
-                target_batch_id=target_id, process_id__in=[s.pk for s in consuming]
-            ).values("source_batch_id")
-        ).order_by("batch_id", "id"):
+    if batches_of:
+        for f in File.objects.filter(batch_id__in=claimed.values("source_batch_id")).order_by(
+            "batch_id", "id"
+        ):
             files_of[f.batch_id].append(
                 FileInfo(f.batch_id, f.path, f.file_size, f.file_hash, f.server_id)
             )
@@ -381,8 +392,7 @@ def halt_job(
         raise BdreError(Code.SUB_PROCESS_FAILED, ", ".join(failed))
 
     now = timezone.now()
-    step_ids = list(job.steps.values_list("id", flat=True))
-    rows = _step_rows(run, step_ids)
+    rows = _run_rows(run)
     # Input of a step the workflow did not need to run is consumed with the job all the same.
     rows.filter(batch_state_id=BatchState.ACCESSED).update(
         batch_state_id=BatchState.PROCESSED, end_ts=now
@@ -395,7 +405,7 @@ def halt_job(
     batch_queue.enqueue_for_downstream(
         job=job, batch_id=run.target_batch_id, batch_marking=batch_marking, now=now
     )
-    batch_queue.archive(target_batch_id=run.target_batch_id, step_ids=step_ids, now=now)
+    batch_queue.archive(target_batch_id=run.target_batch_id, now=now)
     _set_state(run, ExecState.SUCCESS, now)
 
 
@@ -407,7 +417,7 @@ def term_job(
     go to the dead letter after ``max_retries`` failed attempts."""
     job = _lock_job(process_id)
     run = _running(job, instance_exec_id, Code.PROCESS_NOT_RUNNING)
-    _fail_job_run(job, run, error or "terminated", timezone.now())
+    _fail_job_run(run, error or "terminated", timezone.now())
 
 
 # --- steps --------------------------------------------------------------------------------
@@ -437,7 +447,7 @@ def init_step(sub_process_id: int, *, worker: str | None = None) -> int:
             )
     except IntegrityError as exc:
         raise BdreError(Code.SUB_PROCESS_ALREADY_RUNNING, f"{step.name} ({step.pk})") from exc
-    _step_rows(job_run, [step.pk]).filter(batch_state_id=BatchState.ACCESSED).update(start_ts=now)
+    _step_rows(job_run, step.pk).filter(batch_state_id=BatchState.ACCESSED).update(start_ts=now)
     return run.pk
 
 
@@ -447,7 +457,7 @@ def halt_step(sub_process_id: int, *, instance_exec_id: int | None = None) -> No
     _job, step = _lock_step(sub_process_id)
     run = _running(step, instance_exec_id, Code.SUB_PROCESS_NOT_RUNNING)
     now = timezone.now()
-    _step_rows(run, [step.pk]).filter(batch_state_id=BatchState.ACCESSED).update(
+    _step_rows(run, step.pk).filter(batch_state_id=BatchState.ACCESSED).update(
         batch_state_id=BatchState.PROCESSED, end_ts=now
     )
     _set_state(run, ExecState.SUCCESS, now)
@@ -460,12 +470,7 @@ def term_step(
     """Fail a step: its claimed rows are FAILED with the error, and retried by the next run."""
     _job, step = _lock_step(sub_process_id)
     run = _running(step, instance_exec_id, Code.SUB_PROCESS_NOT_RUNNING)
-    now = timezone.now()
-    error = error or "terminated"
-    _step_rows(run, [step.pk]).filter(batch_state_id=BatchState.ACCESSED).update(
-        batch_state_id=BatchState.FAILED, end_ts=now, last_error=error
-    )
-    _set_state(run, ExecState.FAILED, now, error)
+    _fail_step_run(run, error or "terminated", timezone.now())
 
 
 # --- leases -------------------------------------------------------------------------------
@@ -521,7 +526,8 @@ def reap_expired(now: datetime | None = None) -> list[int]:
 def _reap_one(run_id: int, now: datetime) -> bool:
     run = InstanceExec.objects.select_related("process").get(pk=run_id)
     job_id = run.process.parent_id or run.process_id
-    job = Process.objects.select_for_update().get(pk=job_id)
+    # The job's row lock orders the reaper with every other call on the job.
+    Process.objects.select_for_update().filter(pk=job_id).values_list("pk").get()
     # Re-check under the lock: a heartbeat or a halt may have come in since the scan.
     if not InstanceExec.objects.filter(
         _expired(now), pk=run_id, exec_state_id=ExecState.RUNNING
@@ -529,10 +535,7 @@ def _reap_one(run_id: int, now: datetime) -> bool:
         return False
     error = f"lease expired at {run.lease_expires_at or 'unknown'}; reaped at {now}"
     if run.parent_id is None:
-        _fail_job_run(job, run, error, now)
+        _fail_job_run(run, error, now)
     else:
-        _step_rows(run, [run.process_id]).filter(batch_state_id=BatchState.ACCESSED).update(
-            batch_state_id=BatchState.FAILED, end_ts=now, last_error=error
-        )
-        _set_state(run, ExecState.FAILED, now, error)
+        _fail_step_run(run, error, now)
     return True

@@ -269,6 +269,7 @@ class InstanceExec(models.Model):
         ]
         indexes = [
             models.Index(fields=["process", "-start_ts"], name="run_process_start"),
+            models.Index(fields=["process", "-id"], name="run_process_latest"),
             models.Index(fields=["exec_state", "lease_expires_at"], name="run_state_lease"),
             models.Index(fields=["parent", "process"], name="run_parent_process"),
         ]

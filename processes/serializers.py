@@ -110,3 +110,8 @@ class InitStepResultSerializer(serializers.Serializer):
 
 class HeartbeatResultSerializer(serializers.Serializer):
     lease_expires_at = serializers.DateTimeField()
+
+
+class FilesBetweenInput(serializers.Serializer):
+    min_batch_id = serializers.IntegerField()
+    max_batch_id = serializers.IntegerField()

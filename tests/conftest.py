@@ -4,7 +4,6 @@ from dataclasses import dataclass
 
 import pytest
 from django.contrib.auth.models import Group
-from django.db import connection
 
 from bdre.models import Role
 from processes.models import BusDomain
@@ -59,13 +58,3 @@ def team(db) -> Team:
 def superuser(db):
     user = UserFactory(username="root", is_staff=True, is_superuser=True)
     return user
-
-
-def on_postgres() -> bool:
-    return connection.vendor == "postgresql"
-
-
-@pytest.fixture
-def postgres_only(db) -> None:
-    if not on_postgres():
-        pytest.skip("needs PostgreSQL: run with DATABASE_URL=postgres://...")

@@ -149,6 +149,36 @@ def test_every_lifecycle_error_through_rest(dev, team, make_job):
     assert error(post(dev, f"processes/{other.pk}/init-job/")) == (409, 110)
 
 
+def test_files_between_and_its_errors_113_and_114_through_rest(dev, make_job):
+    ingest = make_job("ingest")
+    load = make_job("load", upstream=[ingest])
+    other = make_job("other", upstream=[ingest])
+    (step,) = steps_of(load)
+    first = register(dev, ingest, "1.tsv").json()["batch_id"]
+    second = register(dev, ingest, "2.tsv").json()["batch_id"]
+    files = dev.get(
+        f"/api/v1/processes/{step.pk}/files/", {"min_batch_id": first, "max_batch_id": second}
+    )
+    assert files.status_code == 200
+    assert [f["path"] for f in files.json()] == ["/landing/1.tsv", "/landing/2.tsv"]
+    missing = dev.get(
+        f"/api/v1/processes/{step.pk}/files/", {"min_batch_id": first, "max_batch_id": 999999}
+    )
+    assert error(missing) == (400, 114)
+    own = Batch.objects.create(batch_type="manual")
+    from batches import queue
+
+    queue.enqueue(
+        source_batch_id=own.pk, source_process_id=ingest.pk, process_id=steps_of(other)[0].pk
+    )
+    BatchConsumpQueue.objects.filter(source_batch_id=first, process=steps_of(other)[0]).delete()
+    mixed = dev.get(
+        f"/api/v1/processes/{step.pk}/files/", {"min_batch_id": first, "max_batch_id": own.pk}
+    )
+    assert error(mixed) == (400, 113)
+    assert dev.get(f"/api/v1/processes/{step.pk}/files/").status_code == 400
+
+
 def test_requeue_and_discard_through_rest(dev, make_job):
     ingest = make_job("ingest")
     load = make_job("load", upstream=[ingest], max_retries=1)

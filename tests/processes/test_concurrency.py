@@ -1,7 +1,9 @@
-"""Exactly once under concurrency, with real parallel processes on PostgreSQL.
+"""Exactly once under concurrency, with real parallel processes: on PostgreSQL (row locks,
+SKIP LOCKED, the partial unique index) and on SQLite (immediate transactions serialise the
+writers; the test database is a file so that processes share it).
 
 The children are forked after closing the parent's connections, so each opens its own
-connection to the test database: real sessions, real row locks, no shared state.
+connection to the test database: real sessions, real locks, no shared state.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 from django.utils import timezone
 
 from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState
@@ -22,10 +24,7 @@ from processes import lifecycle
 from processes.models import ExecState, InstanceExec
 from tests.processes.conftest import steps_of
 
-pytestmark = [
-    pytest.mark.skipif(connection.vendor != "postgresql", reason="needs PostgreSQL"),
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
-]
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 FORK = multiprocessing.get_context("fork")
 

@@ -549,6 +549,16 @@ def test_an_abandoned_run_gives_its_finished_rows_back(make_job):
 # --- leases -------------------------------------------------------------------------------
 
 
+def test_a_run_id_of_another_process_is_refused_and_changes_nothing(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2")
+    mine = lifecycle.init_job(p1.pk)
+    other = lifecycle.init_job(p2.pk)
+    assert code_of(lifecycle.term_job, p1.pk, instance_exec_id=other.instance_exec_id) == 105
+    run = InstanceExec.objects.get(pk=mine.instance_exec_id)
+    assert run.exec_state_id == ExecState.RUNNING
+
+
 def test_heartbeat_extends_the_lease(make_job):
     p1 = make_job("p1", lease_seconds=30)
     result = lifecycle.init_job(p1.pk)
@@ -632,4 +642,4 @@ def test_init_and_halt_job_queries_do_not_grow_with_queue_depth_or_max_batch(mak
         halt = queries_of(lambda p2=p2: lifecycle.halt_job(p2.pk))
         counts[depth] = (init, halt)
     assert counts[3] == counts[300]
-    assert counts[3][0] <= 25 and counts[3][1] <= 15
+    assert counts[3][0] <= 30 and counts[3][1] <= 15
