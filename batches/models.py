@@ -59,25 +59,37 @@ class Batch(models.Model):
 
 
 class QueueRow(models.Model):
-    """The columns shared by the live queue and its archive."""
+    """The columns shared by the live queue and its archive. Foreign keys carry no automatic
+    index: each table declares the indexes its queries need (most target and claimed_by
+    values of the live queue are NULL, so those indexes are partial)."""
 
-    source_batch = models.ForeignKey(Batch, on_delete=models.PROTECT, related_name="+")
+    source_batch = models.ForeignKey(
+        Batch, on_delete=models.PROTECT, related_name="+", db_index=False
+    )
     target_batch = models.ForeignKey(
-        Batch, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        Batch, null=True, blank=True, on_delete=models.PROTECT, related_name="+", db_index=False
     )
     insert_ts = models.DateTimeField()
     source_process = models.ForeignKey(
-        "processes.Process", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        "processes.Process",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_index=False,
     )
     process = models.ForeignKey(
         "processes.Process",
         on_delete=models.PROTECT,
         related_name="+",
         help_text="The consuming step.",
+        db_index=False,
     )
     start_ts = models.DateTimeField(null=True, blank=True)
     end_ts = models.DateTimeField(null=True, blank=True)
-    batch_state = models.ForeignKey(BatchStatus, on_delete=models.PROTECT, related_name="+")
+    batch_state = models.ForeignKey(
+        BatchStatus, on_delete=models.PROTECT, related_name="+", db_index=False
+    )
     batch_marking = models.CharField(max_length=512, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     claimed_by = models.ForeignKey(
@@ -86,6 +98,7 @@ class QueueRow(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        db_index=False,
     )
     last_error = models.TextField(blank=True)
 
@@ -104,7 +117,7 @@ class BatchConsumpQueue(QueueRow):
         verbose_name_plural = "queue"
         ordering = ["id"]
         constraints = [
-            # A batch is queued once per consuming step.
+            # A batch is queued once per consuming step (also the index of source_batch).
             models.UniqueConstraint(
                 fields=["source_batch", "process"], name="queue_unique_batch_per_step"
             ),
@@ -124,9 +137,18 @@ class BatchConsumpQueue(QueueRow):
                 name="queue_claimable_by_source",
             ),
             models.Index(fields=["process", "batch_state", "id"], name="queue_step_state_id"),
-            models.Index(fields=["target_batch"], name="queue_target_batch"),
-            models.Index(fields=["claimed_by"], name="queue_claimed_by"),
-            models.Index(fields=["source_batch"], name="queue_source_batch"),
+            # Partial: a full index would be mostly NULLs, and SQLite's statistics would then
+            # call it useless and scan the queue instead.
+            models.Index(
+                fields=["target_batch"],
+                condition=Q(target_batch__isnull=False),
+                name="queue_target_batch",
+            ),
+            models.Index(
+                fields=["claimed_by"],
+                condition=Q(claimed_by__isnull=False),
+                name="queue_claimed_by",
+            ),
         ]
 
 
@@ -142,6 +164,7 @@ class ArchiveConsumpQueue(QueueRow):
             models.Index(fields=["process", "target_batch"], name="archive_step_target"),
             models.Index(fields=["source_batch"], name="archive_source_batch"),
             models.Index(fields=["target_batch"], name="archive_target_batch"),
+            models.Index(fields=["claimed_by"], name="archive_claimed_by"),
         ]
 
 
