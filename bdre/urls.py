@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView
 admin.site.site_header = "BDRE administration"
 admin.site.site_title = "BDRE"
 admin.site.index_title = "Raw records"
+admin.site.site_url = None  # no "view site" link until the browser UI has pages of its own
 
 
 def healthz(request: HttpRequest) -> JsonResponse:

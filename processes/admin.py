@@ -137,10 +137,12 @@ class ServerForm(forms.ModelForm):
         widget=forms.PasswordInput(render_value=False),
         help_text="Leave blank to keep the stored password.",
     )
+    # A key spans lines, which a password input would strip; the textarea starts empty.
     ssh_private_key = forms.CharField(
         required=False,
-        widget=forms.PasswordInput(render_value=False),
-        help_text="Leave blank to keep the stored key.",
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 4, "autocomplete": "off", "spellcheck": "false"}),
+        help_text="Paste a new key to replace the stored one; leave blank to keep it.",
     )
     clear_secrets = forms.BooleanField(required=False, help_text="Remove both stored secrets.")
 
@@ -161,6 +163,10 @@ class ServerForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         for name in ("login_password", "ssh_private_key"):
             self.initial[name] = ""
+
+    def clean_ssh_private_key(self) -> str:
+        # Browsers submit textareas with CRLF line ends; key files want LF.
+        return self.cleaned_data["ssh_private_key"].replace("\r\n", "\n")
 
     def clean(self) -> dict:
         data = super().clean()

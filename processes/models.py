@@ -82,7 +82,9 @@ class ProcessTemplate(models.Model):
     name = models.CharField(max_length=128, validators=[PROCESS_NAME_VALIDATOR])
     description = models.TextField(blank=True)
     add_ts = models.DateTimeField(auto_now_add=True)
-    bus_domain = models.ForeignKey(BusDomain, on_delete=models.PROTECT, related_name="templates")
+    bus_domain = models.ForeignKey(
+        BusDomain, on_delete=models.PROTECT, related_name="templates", verbose_name="application"
+    )
     process_type = models.ForeignKey(ProcessType, on_delete=models.PROTECT)
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.CASCADE, related_name="steps"
@@ -142,7 +144,9 @@ class Process(models.Model):
     name = models.CharField(max_length=128, validators=[PROCESS_NAME_VALIDATOR])
     description = models.TextField(blank=True)
     add_ts = models.DateTimeField(auto_now_add=True)
-    bus_domain = models.ForeignKey(BusDomain, on_delete=models.PROTECT, related_name="processes")
+    bus_domain = models.ForeignKey(
+        BusDomain, on_delete=models.PROTECT, related_name="processes", verbose_name="application"
+    )
     process_type = models.ForeignKey(ProcessType, on_delete=models.PROTECT)
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="steps"

@@ -125,6 +125,23 @@ def test_blank_secret_on_save_keeps_the_stored_one(client, superuser, team):
     assert Server.objects.get(pk=server.pk).login_password == "new"
 
 
+def test_a_multi_line_key_is_stored_exactly(client, superuser, team):
+    server = ServerFactory(team=team.group)
+    key = "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\nBBBB\n-----END OPENSSH PRIVATE KEY-----\n"
+    client.force_login(superuser)
+    client.post(
+        url(Server, "change", server.pk),
+        {
+            "team": team.group.pk,
+            "server_type": "sftp",
+            "name": server.name,
+            "ssh_private_key": key.replace("\n", "\r\n"),  # as a browser sends it
+        },
+    )
+    assert Server.objects.get(pk=server.pk).ssh_private_key == key
+    assert "AAAA" not in client.get(url(Server, "change", server.pk)).content.decode()
+
+
 def test_staff_who_are_not_superusers_see_only_their_teams(client, team):
     mine = JobFactory(bus_domain=team.application)
     theirs = JobFactory(bus_domain=team.other_application)
