@@ -10,6 +10,7 @@ from batches.models import (
     EtlDriver,
     File,
     HiveTable,
+    ScanState,
 )
 from bdre.admin import MasterTableAdmin, ScopedAdmin
 
@@ -77,3 +78,10 @@ class HiveTableAdmin(ScopedAdmin):
 class EtlDriverAdmin(ScopedAdmin):
     list_display = ("process", "raw_table", "base_table", "raw_view", "insert_type", "drop_raw")
     raw_id_fields = ("process", "raw_table", "base_table", "raw_view")
+
+
+@admin.register(ScanState)
+class ScanStateAdmin(ScopedAdmin):
+    list_display = ("process", "location", "marker", "scans", "last_scan_ts", "last_reconcile_ts")
+    search_fields = ("process__name", "location", "marker")
+    raw_id_fields = ("process",)

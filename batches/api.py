@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from batches import queue
-from batches.models import BatchConsumpQueue, File
+from batches.models import Batch, BatchConsumpQueue, File
 from batches.serializers import (
     DiscardInput,
     FileSerializer,
@@ -72,6 +72,7 @@ class FileViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
         responses={
             201: RegisteredSerializer,
             200: OpenApiResponse(RegisteredSerializer, description="already registered"),
+            409: OpenApiResponse(description="already registered by another application"),
             403: QUEUE_ERRORS[403],
             404: OpenApiResponse(ErrorSerializer, description="unknown process (102)"),
         },
@@ -93,10 +94,7 @@ class FileViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
             and not scope(request.user, Server.objects.filter(pk=args["server_id"])).exists()
         ):
             return Response({"server_id": ["Unknown server."]}, status=status.HTTP_400_BAD_REQUEST)
-        existed = File.objects.filter(
-            server_id=args.get("server_id"), path=args["path"], file_hash=args["file_hash"]
-        ).exists()
-        batch = queue.register_file(
+        batch, created = queue.register_file_once(
             source_process_id=args["source_process_id"],
             path=args["path"],
             file_size=args["file_size"],
@@ -105,6 +103,15 @@ class FileViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
             server_id=args.get("server_id"),
             batch_marking=args.get("batch_marking") or None,
         )
-        rows = BatchConsumpQueue.objects.filter(source_batch=batch).select_related("batch_state")
-        body = {"batch_id": batch.pk, "queued": QueueRowSerializer(rows, many=True).data}
-        return Response(body, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
+        if not created and not scope(request.user, Batch.objects.filter(pk=batch.pk)).exists():
+            # Registered by an application the caller cannot see: say so, show nothing of it.
+            return Response(
+                {"path": ["This file is already registered by another application."]},
+                status=status.HTTP_409_CONFLICT,
+            )
+        rows = scope(request.user, BatchConsumpQueue.objects.filter(source_batch=batch))
+        body = {
+            "batch_id": batch.pk,
+            "queued": QueueRowSerializer(rows.select_related("batch_state"), many=True).data,
+        }
+        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

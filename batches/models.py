@@ -256,3 +256,22 @@ class EtlDriver(models.Model):
 
     def __str__(self) -> str:
         return f"etl driver of {self.process}"
+
+
+class ScanState(models.Model):
+    """Where a scan step stands in its location: the marker (every key at or below it was
+    registered or deliberately passed over) and how many scans ran, for reconciliation."""
+
+    process = models.OneToOneField(
+        "processes.Process", on_delete=models.CASCADE, related_name="scan_state"
+    )
+    location = models.CharField(max_length=1024)
+    marker = models.CharField(max_length=1024, blank=True)
+    scans = models.PositiveIntegerField(default=0)
+    last_scan_ts = models.DateTimeField(null=True, blank=True)
+    last_reconcile_ts = models.DateTimeField(null=True, blank=True)
+
+    team_lookup = "process__bus_domain__team"
+
+    def __str__(self) -> str:
+        return f"{self.location} after {self.marker or '(start)'}"

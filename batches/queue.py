@@ -8,6 +8,7 @@ Claiming and archiving belong to the job lifecycle (``processes.lifecycle``), wh
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
@@ -86,7 +87,6 @@ def enqueue_for_downstream(
     return len(rows)
 
 
-@transaction.atomic
 def register_file(
     *,
     source_process_id: int,
@@ -102,12 +102,36 @@ def register_file(
     A file already registered (same server, path and hash) is not registered again: its
     existing batch is returned and nothing is queued twice.
     """
+    batch, _created = register_file_once(
+        source_process_id=source_process_id,
+        path=path,
+        file_size=file_size,
+        file_hash=file_hash,
+        creation_ts=creation_ts,
+        server_id=server_id,
+        batch_marking=batch_marking,
+    )
+    return batch
+
+
+@transaction.atomic
+def register_file_once(
+    *,
+    source_process_id: int,
+    path: str,
+    file_size: int,
+    file_hash: str,
+    creation_ts: datetime,
+    server_id: int | None = None,
+    batch_marking: str | None = None,
+) -> tuple[Batch, bool]:
+    """:func:`register_file`, also telling whether this call registered the file."""
     job = _job(source_process_id)
     if file_size < 0:
         raise ValueError("file_size must not be negative")
     existing = File.objects.filter(server_id=server_id, path=path, file_hash=file_hash).first()
     if existing is not None:
-        return existing.batch
+        return existing.batch, False
     now = timezone.now()
     batch = Batch.objects.create(bus_domain_id=job.bus_domain_id, batch_type="file")
     try:
@@ -123,18 +147,35 @@ def register_file(
             )
     except IntegrityError:
         batch.delete()
-        return File.objects.get(server_id=server_id, path=path, file_hash=file_hash).batch
+        found = File.objects.get(server_id=server_id, path=path, file_hash=file_hash)
+        return found.batch, False
     if batch_marking is None:
         batch_marking = timezone.localtime(creation_ts).date().isoformat()
     enqueue_for_downstream(job=job, batch_id=batch.pk, batch_marking=batch_marking, now=now)
-    return batch
+    return batch, True
 
 
 def _locked_row(queue_id: int) -> BatchConsumpQueue:
+    """The row, locked; 110 while a running job holds it (claimed, or failed by one of the
+    run's steps and waiting for that step to be started again)."""
+    from processes.models import ExecState, InstanceExec
+
     row = Queue.objects.select_for_update().filter(pk=queue_id).first()
     if row is None:
         raise BdreError(
             Code.BATCH_NOT_QUEUED, f"queue row {queue_id} does not exist", http_status=404
+        )
+    held = row.batch_state_id == BatchState.ACCESSED or (
+        row.target_batch_id is not None
+        and InstanceExec.objects.filter(
+            target_batch_id=row.target_batch_id,
+            parent__isnull=True,
+            exec_state_id=ExecState.RUNNING,
+        ).exists()
+    )
+    if held:
+        raise BdreError(
+            Code.SUB_PROCESS_RUNNING, f"queue row {queue_id} is claimed by a running job"
         )
     return row
 
@@ -144,10 +185,6 @@ def requeue(queue_id: int) -> BatchConsumpQueue:
     """Put a dead-lettered (or failed) row back as NEW, with its attempts reset; the last
     error is kept for the record. A row claimed by a running job cannot be requeued."""
     row = _locked_row(queue_id)
-    if row.batch_state_id == BatchState.ACCESSED:
-        raise BdreError(
-            Code.SUB_PROCESS_RUNNING, f"queue row {queue_id} is claimed by a running job"
-        )
     if row.batch_state_id not in (BatchState.DISCARDED, BatchState.FAILED):
         raise BdreError(
             Code.BATCH_NOT_QUEUED,
@@ -171,10 +208,6 @@ def requeue(queue_id: int) -> BatchConsumpQueue:
 def discard(queue_id: int, reason: str) -> BatchConsumpQueue:
     """Move a waiting or failed row to the dead letter by hand, with the reason."""
     row = _locked_row(queue_id)
-    if row.batch_state_id == BatchState.ACCESSED:
-        raise BdreError(
-            Code.SUB_PROCESS_RUNNING, f"queue row {queue_id} is claimed by a running job"
-        )
     if row.batch_state_id not in CLAIMABLE:
         raise BdreError(
             Code.BATCH_NOT_QUEUED,
@@ -282,20 +315,23 @@ _COLUMNS = (
 
 
 def archive(*, target_batch_id: int, now: datetime) -> int:
-    """Move the rows a job run consumed (those of its target batch, which no other job's run
-    ever uses) to the archive: an INSERT ... SELECT and a DELETE, two statements whatever the
-    number of rows."""
+    """Move the rows a job run consumed (the live rows of its target batch, which no other
+    job's run ever uses) to the archive: an INSERT ... SELECT and a DELETE, two statements
+    whatever the number of rows."""
     columns = ", ".join(_COLUMNS)
     quote = connection.ops.quote_name
     queue_table = quote(Queue._meta.db_table)
+    # Dead letters stay in the queue, waiting for a requeue.
+    where = "target_batch_id = %s AND batch_state_id <> %s"
+    params = [target_batch_id, int(BatchState.DISCARDED)]
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {quote(ArchiveConsumpQueue._meta.db_table)} "
             f"(queue_id, archived_ts, {columns}) "
-            f"SELECT id, %s, {columns} FROM {queue_table} WHERE target_batch_id = %s",
-            [now, target_batch_id],
+            f"SELECT id, %s, {columns} FROM {queue_table} WHERE {where}",
+            [now, *params],
         )
-        cursor.execute(f"DELETE FROM {queue_table} WHERE target_batch_id = %s", [target_batch_id])
+        cursor.execute(f"DELETE FROM {queue_table} WHERE {where}", params)
         return cursor.rowcount
 
 
@@ -330,3 +366,50 @@ def files_between(*, sub_process_id: int, min_batch_id: int, max_batch_id: int) 
         Q(batch_id__in=Subquery(batch_ids)) | Q(batch_id__in=Subquery(archived))
     )
     return list(files.order_by("batch_id", "id"))
+
+
+@dataclass(frozen=True)
+class NewFile:
+    path: str
+    file_size: int
+    file_hash: str
+    creation_ts: datetime
+
+
+def register_files(
+    *, job: Process, files: Sequence[NewFile], server_id: int | None, now: datetime
+) -> list[int]:
+    """Register many new files at once, inside the caller's transaction: a batch, a ``File``
+    row and a NEW row per downstream step for each, in three bulk statements. The caller has
+    checked they are new; a concurrent registration of one of them raises IntegrityError for
+    the caller to settle (``register_file`` settles it file by file)."""
+    if not files:
+        return []
+    batches = Batch.objects.bulk_create(
+        [Batch(bus_domain_id=job.bus_domain_id, batch_type="file") for _ in files]
+    )
+    File.objects.bulk_create(
+        File(
+            batch=batch,
+            server_id=server_id,
+            path=f.path,
+            file_size=f.file_size,
+            file_hash=f.file_hash,
+            creation_ts=f.creation_ts,
+        )
+        for batch, f in zip(batches, files, strict=True)
+    )
+    steps = downstream_steps(job)
+    Queue.objects.bulk_create(
+        Queue(
+            source_batch=batch,
+            source_process=job,
+            process_id=step_id,
+            insert_ts=now,
+            batch_state_id=BatchState.NEW,
+            batch_marking=timezone.localtime(f.creation_ts).date().isoformat(),
+        )
+        for batch, f in zip(batches, files, strict=True)
+        for step_id in steps
+    )
+    return [b.pk for b in batches]

@@ -112,12 +112,18 @@ class InstanceExecAdmin(ScopedAdmin):
         "end_ts",
         "lease_expires_at",
         "worker",
+        "counter_summary",
     )
     list_filter = ("exec_state", "process")
     search_fields = ("process__name", "worker", "spark_application_id", "error")
     list_select_related = ("process", "exec_state")
-    raw_id_fields = ("process", "parent")
+    raw_id_fields = ("process", "parent", "target_batch")
     date_hierarchy = "start_ts"
+
+    @admin.display(description="counters")
+    def counter_summary(self, obj: InstanceExec) -> str:
+        shown = [(k, v) for k, v in (obj.counters or {}).items() if isinstance(v, int | float)]
+        return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in shown if v) or "-"
 
 
 @admin.register(ProcessLog)

@@ -21,6 +21,7 @@ from processes.serializers import (
     HeartbeatResultSerializer,
     InitJobInput,
     InitJobResultSerializer,
+    InitStepInput,
     InitStepResultSerializer,
     ProcessSerializer,
     RunSerializer,
@@ -103,11 +104,14 @@ class ProcessViewSet(viewsets.ReadOnlyModelViewSet):
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(request=None, responses={201: InitStepResultSerializer, **ERRORS})
+    @extend_schema(request=InitStepInput, responses={201: InitStepResultSerializer, **ERRORS})
     @action(detail=True, methods=["post"], url_path="init-step")
     def init_step(self, request: Request, pk: str) -> Response:
         step_id = self._step(request, pk)
-        run_id = lifecycle.init_step(step_id, worker=f"api:{request.user}")
+        data = _body(InitStepInput, request)
+        run_id = lifecycle.init_step(
+            step_id, worker=f"api:{request.user}", instance_exec_id=data.get("instance_exec_id")
+        )
         return Response({"sub_instance_exec_id": run_id}, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=StepInput, responses={204: None, **ERRORS})

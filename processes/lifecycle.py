@@ -123,36 +123,46 @@ def _lease(process: Process, now: datetime) -> datetime:
     return now + timedelta(seconds=process.lease_seconds)
 
 
-def _set_state(run: InstanceExec, state: ExecState, now: datetime, error: str = "") -> None:
-    """Finish a run with a conditional update: only a RUNNING run can be finished."""
-    changed = InstanceExec.objects.filter(pk=run.pk, exec_state_id=ExecState.RUNNING).update(
-        exec_state_id=state, end_ts=now, error=error
-    )
-    if changed != 1:
+def _set_state(
+    run: InstanceExec, state: ExecState, now: datetime, error: str = "", *, only_if: Q | None = None
+) -> bool:
+    """Finish a run with a conditional update: only a RUNNING run (meeting ``only_if``) can
+    be finished. Returns whether this call finished it."""
+    runs = InstanceExec.objects.filter(pk=run.pk, exec_state_id=ExecState.RUNNING)
+    if only_if is not None:
+        runs = runs.filter(only_if)
+    return runs.update(exec_state_id=state, end_ts=now, error=error) == 1
+
+
+def _finish(run: InstanceExec, state: ExecState, now: datetime, error: str = "") -> None:
+    if not _set_state(run, state, now, error):
         raise BdreError(Code.LEASE_LOST, f"run {run.pk} is no longer running")
 
 
 def _run_rows(run: InstanceExec):
-    """The queue rows a job run claimed. A target batch is created by one job's run (and
-    kept by its re-runs), so its id alone selects them, on its own index."""
-    return Queue.objects.filter(target_batch_id=run.target_batch_id)
+    """The live rows a job run claimed (dead letters excluded). A target batch is created by
+    one job's run and kept by its re-runs, so its id alone selects them, on its own index."""
+    return Queue.objects.filter(target_batch_id=run.target_batch_id).exclude(
+        batch_state_id=BatchState.DISCARDED
+    )
 
 
 def _step_rows(run: InstanceExec, step_id: int):
     return _run_rows(run).filter(process_id=step_id)
 
 
-def _fail_step_run(run: InstanceExec, error: str, now: datetime) -> None:
-    """term_step's writes: the step run FAILED, its claimed rows FAILED with the error."""
+def _fail_step_rows(run: InstanceExec, error: str, now: datetime) -> None:
+    """term_step's writes to the queue: the step's claimed rows FAILED with the error."""
     _step_rows(run, run.process_id).filter(batch_state_id=BatchState.ACCESSED).update(
         batch_state_id=BatchState.FAILED, end_ts=now, last_error=error
     )
-    _set_state(run, ExecState.FAILED, now, error)
 
 
-def _fail_job_run(run: InstanceExec, error: str, now: datetime) -> None:
-    """term_job's writes: the run and its running steps FAILED, its claimed rows FAILED and,
-    after ``max_retries`` failed attempts, DISCARDED (dead letter)."""
+def _fail_job_rows(job: Process, run: InstanceExec, error: str, now: datetime) -> None:
+    """term_job's writes once its run is FAILED: its running steps FAILED, its claimed rows
+    FAILED, and the dead letter for input that failed ``max_retries`` runs: every live row
+    of a target batch whose runs failed that often (the batch failed as a whole, rows a
+    step had finished included), and any row claimed that many times."""
     InstanceExec.objects.filter(parent=run, exec_state_id=ExecState.RUNNING).update(
         exec_state_id=ExecState.FAILED, end_ts=now, error=f"job run failed: {error}"
     )
@@ -160,10 +170,15 @@ def _fail_job_run(run: InstanceExec, error: str, now: datetime) -> None:
     rows.filter(batch_state_id=BatchState.ACCESSED).update(
         batch_state_id=BatchState.FAILED, end_ts=now, last_error=error
     )
-    rows.filter(batch_state_id=BatchState.FAILED, attempts__gte=F("process__max_retries")).update(
-        batch_state_id=BatchState.DISCARDED
-    )
-    _set_state(run, ExecState.FAILED, now, error)
+    failed_runs = InstanceExec.objects.filter(
+        process=job, target_batch_id=run.target_batch_id, exec_state_id__in=FAILED_STATES
+    ).count()
+    if failed_runs >= job.max_retries:
+        rows.update(batch_state_id=BatchState.DISCARDED, end_ts=now)
+    else:
+        rows.filter(
+            batch_state_id=BatchState.FAILED, attempts__gte=F("process__max_retries")
+        ).update(batch_state_id=BatchState.DISCARDED)
 
 
 # --- init_job -----------------------------------------------------------------------------
@@ -203,11 +218,6 @@ def init_job(
     cuts: dict[int, int | None] = {}
     firsts: dict[int, dict[int, int]] = {}
     if rerun_batch_id is None:
-        # Rows a step finished in a failed run that was then abandoned (its remaining rows
-        # went to the dead letter) were never published by halt_job: take them again.
-        Queue.objects.filter(process_id__in=step_ids, batch_state_id=BatchState.PROCESSED).update(
-            batch_state_id=BatchState.NEW, target_batch=None, claimed_by=None, end_ts=None
-        )
         for step in consuming:
             cuts[step.pk] = None
             if step.batch_cut_pattern:
@@ -276,7 +286,17 @@ def init_job(
             )
 
     first_to_run = next((s.pk for s in steps if s.pk not in skipped), None)
-    per_step, target_marking = _claimed(target_id, steps, now)
+    per_step, target_marking, sources = _claimed(target_id, steps, now)
+    if rerun_batch_id is None:
+        # The checks above ran before the claim; on PostgreSQL a row can be discarded or
+        # locked by a requeue in between (SKIP LOCKED passes it over). Never start a step
+        # without its input: give up the whole claim instead.
+        for step in consuming:
+            missing = upstream_of[step.pk] - sources.get(step.pk, set())
+            if not sources.get(step.pk) or missing:
+                raise BdreError(
+                    Code.NO_BATCHES, f"{step.name}: its queued batches were taken meanwhile"
+                )
     return InitJobResult(
         instance_exec_id=run.pk,
         target_batch_id=target_id,
@@ -290,7 +310,7 @@ def init_job(
 
 def _failed_target(job: Process, consuming: list[Process]) -> int | None:
     """The target batch to re-run: that of the job's last run if it failed and it still has
-    rows to retry (or the job reads no queue)."""
+    live rows (or the job reads no queue)."""
     last = (
         InstanceExec.objects.filter(process=job)
         .order_by("-id")
@@ -301,15 +321,18 @@ def _failed_target(job: Process, consuming: list[Process]) -> int | None:
         return None
     if not consuming:
         return last["target_batch_id"]
-    retry = Queue.objects.filter(
-        target_batch_id=last["target_batch_id"], batch_state_id=BatchState.FAILED
+    # Rows a step finished (PROCESSED) count as much as FAILED ones: they belong to the
+    # batch being rebuilt. Only when all went to the dead letter is the batch given up.
+    retry = Queue.objects.filter(target_batch_id=last["target_batch_id"]).exclude(
+        batch_state_id=BatchState.DISCARDED
     )
     return last["target_batch_id"] if retry.exists() else None
 
 
 def _recovered_steps(steps: list[Process], target_batch_id: int) -> set[int]:
-    """Steps a re-run can skip: they succeeded for this target batch in an earlier run, can
-    be recovered from, and every step before them is skipped too."""
+    """Steps a re-run skips: a recovery point is a step that succeeded for this target batch
+    in an earlier run, has ``can_recover``, and whose ancestors all succeeded too; the re-run
+    resumes after the last of them, skipping it and everything before it."""
     succeeded = set(
         InstanceExec.objects.filter(
             parent__target_batch_id=target_batch_id,
@@ -318,28 +341,37 @@ def _recovered_steps(steps: list[Process], target_batch_id: int) -> set[int]:
         ).values_list("process_id", flat=True)
     )
     before = predecessors(steps)
+    ancestors: dict[int, set[int]] = {}
+    for step in steps:  # topological order: a step's predecessors come first
+        ancestors[step.pk] = set().union(*({p} | ancestors.get(p, set()) for p in before[step.pk]))
     skipped: set[int] = set()
-    for step in steps:  # topological order: predecessors are decided first
-        if step.pk in succeeded and step.can_recover and before[step.pk] <= skipped:
-            skipped.add(step.pk)
+    for step in steps:
+        if step.pk in succeeded and step.can_recover and ancestors[step.pk] <= succeeded:
+            skipped |= {step.pk} | ancestors[step.pk]
     return skipped
 
 
 def _claimed(
     target_id: int, steps: list[Process], now: datetime
-) -> tuple[dict[int, StepBatches], str]:
-    """What each step has to work on, in two queries whatever the number of rows."""
+) -> tuple[dict[int, StepBatches], str, dict[int, set[int]]]:
+    """What each step has to work on (and which upstream jobs it came from), in two queries
+    whatever the number of rows."""
     # A target batch belongs to one job run: filtering on it alone keeps both queries on
     # its index (an extra "process_id IN" can lead the planner to the far larger per-step
     # index at depth).
-    claimed = Queue.objects.filter(target_batch_id=target_id)
+    claimed = Queue.objects.filter(target_batch_id=target_id).exclude(
+        batch_state_id=BatchState.DISCARDED
+    )
     batches_of: dict[int, list[int]] = defaultdict(list)
     marks_of: dict[int, list[str]] = defaultdict(list)
-    for step_id, batch_id, marking in claimed.values_list(
-        "process_id", "source_batch_id", "batch_marking"
+    sources: dict[int, set[int]] = defaultdict(set)
+    for step_id, batch_id, marking, source in claimed.values_list(
+        "process_id", "source_batch_id", "batch_marking", "source_process_id"
     ):
         batches_of[step_id].append(batch_id)
         marks_of[step_id].append(marking)
+        if source is not None:
+            sources[step_id].add(source)
     files_of: dict[int, list[FileInfo]] = defaultdict(list)
     if batches_of:
         for f in File.objects.filter(batch_id__in=claimed.values("source_batch_id")).order_by(
@@ -362,7 +394,7 @@ def _claimed(
         )
     all_marks = [m for marks in marks_of.values() for m in marks]
     target_marking = markings.union(all_marks) or timezone.localtime(now).date().isoformat()
-    return result, target_marking
+    return result, target_marking, sources
 
 
 # --- halt_job / term_job ------------------------------------------------------------------
@@ -402,11 +434,14 @@ def halt_job(
         batch_marking = (
             markings.union(claimed) or timezone.localtime(run.start_ts).date().isoformat()
         )
-    batch_queue.enqueue_for_downstream(
-        job=job, batch_id=run.target_batch_id, batch_marking=batch_marking, now=now
-    )
+    # An ingesting job hands each file downstream as a batch of its own when it registers
+    # it; its run's target batch carries nothing and is not queued.
+    if not job.steps.filter(deleted=False, process_type__job_kind="ingest.scan").exists():
+        batch_queue.enqueue_for_downstream(
+            job=job, batch_id=run.target_batch_id, batch_marking=batch_marking, now=now
+        )
     batch_queue.archive(target_batch_id=run.target_batch_id, now=now)
-    _set_state(run, ExecState.SUCCESS, now)
+    _finish(run, ExecState.SUCCESS, now)
 
 
 @transaction.atomic
@@ -417,19 +452,23 @@ def term_job(
     go to the dead letter after ``max_retries`` failed attempts."""
     job = _lock_job(process_id)
     run = _running(job, instance_exec_id, Code.PROCESS_NOT_RUNNING)
-    _fail_job_run(run, error or "terminated", timezone.now())
+    now = timezone.now()
+    error = error or "terminated"
+    _finish(run, ExecState.FAILED, now, error)
+    _fail_job_rows(job, run, error, now)
 
 
 # --- steps --------------------------------------------------------------------------------
 
 
 @transaction.atomic
-def init_step(sub_process_id: int, *, worker: str | None = None) -> int:
-    """Start a step of the running job; returns the step's instance exec id."""
+def init_step(
+    sub_process_id: int, *, worker: str | None = None, instance_exec_id: int | None = None
+) -> int:
+    """Start a step of the running job; returns the step's instance exec id. A caller that
+    names its job run (``instance_exec_id``) gets 115 if that run was reaped or replaced."""
     job, step = _lock_step(sub_process_id)
-    job_run = InstanceExec.objects.filter(process=job, exec_state_id=ExecState.RUNNING).first()
-    if job_run is None:
-        raise BdreError(Code.PARENT_NOT_RUNNING, f"{job.name} ({job.pk})")
+    job_run = _running(job, instance_exec_id, Code.PARENT_NOT_RUNNING)
     if InstanceExec.objects.filter(process=step, exec_state_id=ExecState.RUNNING).exists():
         raise BdreError(Code.SUB_PROCESS_ALREADY_RUNNING, f"{step.name} ({step.pk})")
     now = timezone.now()
@@ -447,7 +486,10 @@ def init_step(sub_process_id: int, *, worker: str | None = None) -> int:
             )
     except IntegrityError as exc:
         raise BdreError(Code.SUB_PROCESS_ALREADY_RUNNING, f"{step.name} ({step.pk})") from exc
-    _step_rows(job_run, step.pk).filter(batch_state_id=BatchState.ACCESSED).update(start_ts=now)
+    # A step started again within the same run (after a term_step) takes its input back.
+    _step_rows(job_run, step.pk).filter(
+        batch_state_id__in=(BatchState.ACCESSED, BatchState.FAILED)
+    ).update(batch_state_id=BatchState.ACCESSED, start_ts=now, end_ts=None)
     return run.pk
 
 
@@ -460,7 +502,7 @@ def halt_step(sub_process_id: int, *, instance_exec_id: int | None = None) -> No
     _step_rows(run, step.pk).filter(batch_state_id=BatchState.ACCESSED).update(
         batch_state_id=BatchState.PROCESSED, end_ts=now
     )
-    _set_state(run, ExecState.SUCCESS, now)
+    _finish(run, ExecState.SUCCESS, now)
 
 
 @transaction.atomic
@@ -470,7 +512,10 @@ def term_step(
     """Fail a step: its claimed rows are FAILED with the error, and retried by the next run."""
     _job, step = _lock_step(sub_process_id)
     run = _running(step, instance_exec_id, Code.SUB_PROCESS_NOT_RUNNING)
-    _fail_step_run(run, error or "terminated", timezone.now())
+    now = timezone.now()
+    error = error or "terminated"
+    _finish(run, ExecState.FAILED, now, error)
+    _fail_step_rows(run, error, now)
 
 
 # --- leases -------------------------------------------------------------------------------
@@ -527,15 +572,14 @@ def _reap_one(run_id: int, now: datetime) -> bool:
     run = InstanceExec.objects.select_related("process").get(pk=run_id)
     job_id = run.process.parent_id or run.process_id
     # The job's row lock orders the reaper with every other call on the job.
-    Process.objects.select_for_update().filter(pk=job_id).values_list("pk").get()
-    # Re-check under the lock: a heartbeat or a halt may have come in since the scan.
-    if not InstanceExec.objects.filter(
-        _expired(now), pk=run_id, exec_state_id=ExecState.RUNNING
-    ).exists():
-        return False
+    job = Process.objects.select_for_update().get(pk=job_id)
     error = f"lease expired at {run.lease_expires_at or 'unknown'}; reaped at {now}"
+    # The expiry is part of the update itself: a heartbeat that renewed the lease since the
+    # scan (it does not take the job lock) wins, and the run is left alone.
+    if not _set_state(run, ExecState.FAILED, now, error, only_if=_expired(now)):
+        return False
     if run.parent_id is None:
-        _fail_job_run(run, error, now)
+        _fail_job_rows(job, run, error, now)
     else:
-        _fail_step_run(run, error, now)
+        _fail_step_rows(run, error, now)
     return True

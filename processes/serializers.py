@@ -68,6 +68,12 @@ class TermInput(serializers.Serializer):
     )
 
 
+class InitStepInput(serializers.Serializer):
+    instance_exec_id = serializers.IntegerField(
+        required=False, help_text="The caller's job run: fenced with 115 if it was reaped."
+    )
+
+
 class StepInput(serializers.Serializer):
     instance_exec_id = serializers.IntegerField(
         required=False, help_text="The caller's step run: fenced with 115 if it was reaped."

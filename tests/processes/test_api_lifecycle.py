@@ -230,6 +230,20 @@ def test_roles_on_register_file(team, make_job, role, expected):
     assert Batch.objects.filter(batch_type="file").exists() is (expected == 201)
 
 
+def test_registering_another_teams_file_reveals_nothing(team, make_job):
+    from tests.factories import JobFactory, StepFactory
+
+    mine = make_job("ingest")
+    make_job("load", upstream=[mine])
+    register(api_as(team.developer), mine, "shared.tsv")
+    theirs = JobFactory(bus_domain=team.other_application)
+    StepFactory(parent=theirs)
+    response = register(api_as(team.outsider), theirs, "shared.tsv")
+    assert response.status_code == 409
+    assert "already registered" in str(response.json())
+    assert "batch_id" not in response.json()
+
+
 @pytest.mark.parametrize("role,expected", [("viewer", 403), ("developer", 200), ("outsider", 404)])
 def test_roles_on_requeue(team, make_job, role, expected):
     ingest = make_job("ingest")

@@ -531,19 +531,140 @@ def test_recovery_of_a_job_without_upstream_keeps_its_target_batch(make_job):
     assert rerun.last_recoverable_sp_id == s2.pk
 
 
-def test_an_abandoned_run_gives_its_finished_rows_back(make_job):
+def test_after_max_retries_failed_runs_the_whole_batch_goes_to_the_dead_letter(make_job):
     p1 = make_job("p1")
-    p2 = make_job("p2", steps=2, upstream=[p1], max_retries=1)
+    p2 = make_job("p2", steps=2, upstream=[p1], max_retries=2)
     feed(p1, ["2026-11-01"])
     a, b = steps_of(p2)
-    run_job(p2, max_batch=5, fail_step=b)
-    assert queued(b)[0].batch_state_id == BatchState.DISCARDED
-    assert queued(a)[0].batch_state_id == BatchState.PROCESSED
-    queue.requeue(queued(b)[0].pk)
-    fresh = lifecycle.init_job(p2.pk, 5)
-    assert not fresh.is_rerun
-    assert fresh.steps[a.pk].batch_ids == [queued(a)[0].source_batch_id]
-    assert {r.batch_state_id for r in queued(a) + queued(b)} == {BatchState.ACCESSED}
+    first = run_job(p2, max_batch=5, fail_step=b)
+    assert {r.batch_state_id for r in queued(a)} == {BatchState.PROCESSED}
+    second = run_job(p2, max_batch=5, fail_step=b)
+    assert second.is_rerun and second.target_batch_id == first.target_batch_id
+    # Rows step a had finished go with the batch: it failed as a whole.
+    assert {r.batch_state_id for r in queued(a) + queued(b)} == {BatchState.DISCARDED}
+    assert code_of(lifecycle.init_job, p2.pk, 5) == 112
+    for row in queued(a) + queued(b):
+        queue.requeue(row.pk)
+    fresh = run_job(p2, max_batch=5)
+    assert not fresh.is_rerun and fresh.target_batch_id != first.target_batch_id
+
+
+def test_a_failing_step_without_upstream_is_recovered_and_retried(make_job):
+    """s1 reads upstream and succeeds, s2 reads nothing and fails: the re-run keeps the
+    target batch, skips s1, and the retries are counted."""
+    from processes.registry import StepSpec, create_job
+    from tests.factories import JOB_TYPE, STEP_TYPE
+
+    p1 = make_job("p1")
+    p2 = create_job(
+        bus_domain=p1.bus_domain,
+        name="p2",
+        process_type_id=JOB_TYPE,
+        max_retries=3,
+        steps=[StepSpec("s1", STEP_TYPE, upstream=[p1.pk]), StepSpec("s2", STEP_TYPE)],
+    )
+    feed(p1, ["2026-11-01"])
+    s1, s2 = steps_of(p2)
+    first = run_job(p2, max_batch=5, fail_step=s2)
+    for attempt in (2, 3):
+        rerun = run_job(p2, max_batch=5, fail_step=s2)
+        assert rerun.is_rerun and rerun.target_batch_id == first.target_batch_id
+        assert rerun.skipped_step_ids == [s1.pk]
+        assert rerun.last_recoverable_sp_id == s2.pk
+        assert (
+            InstanceExec.objects.filter(process=p2, exec_state_id=ExecState.FAILED).count()
+            == attempt
+        )
+    assert {r.batch_state_id for r in queued(s1)} == {BatchState.DISCARDED}
+
+
+def test_a_rerun_leaves_dead_letters_out(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2", upstream=[p1])
+    batches = feed(p1, ["2026-11-01", "2026-11-02"])
+    (step,) = steps_of(p2)
+    failed = run_job(p2, max_batch=5, fail_step=step)
+    dropped, kept = queued(step)
+    queue.discard(dropped.pk, "corrupt")
+    rerun = lifecycle.init_job(p2.pk, 5)
+    assert rerun.target_batch_id == failed.target_batch_id
+    assert rerun.steps[step.pk].batch_ids == [batches[1]]
+    assert rerun.target_batch_marking == "2026-11-02"
+    lifecycle.init_step(step.pk)
+    lifecycle.halt_step(step.pk)
+    lifecycle.halt_job(p2.pk)
+    (left,) = queued(step)
+    assert (left.pk, left.batch_state_id) == (dropped.pk, BatchState.DISCARDED)
+    assert list(ArchiveConsumpQueue.objects.values_list("queue_id", flat=True)) == [kept.pk]
+    queue.requeue(dropped.pk)  # still there to be requeued
+
+
+def test_recovery_resumes_after_the_last_recoverable_step(make_job):
+    from processes.registry import StepSpec, create_job
+    from tests.factories import JOB_TYPE, STEP_TYPE
+
+    p1 = make_job("p1")
+    job = create_job(
+        bus_domain=p1.bus_domain,
+        name="chain",
+        process_type_id=JOB_TYPE,
+        steps=[
+            StepSpec("a", STEP_TYPE, can_recover=False),
+            StepSpec("b", STEP_TYPE, can_recover=True),
+            StepSpec("c", STEP_TYPE),
+            StepSpec("d", STEP_TYPE),
+        ],
+    )
+    a, b, c, _d = steps_of(job)
+    run_job(job, fail_step=c)
+    rerun = lifecycle.init_job(job.pk)
+    assert rerun.skipped_step_ids == [a.pk, b.pk]
+    assert rerun.last_recoverable_sp_id == c.pk
+
+
+def test_init_step_of_a_replaced_job_run_gets_115(make_job):
+    p1 = make_job("p1", lease_seconds=60)
+    (step,) = steps_of(p1)
+    zombie = lifecycle.init_job(p1.pk)
+    lifecycle.reap_expired(timezone.now() + timedelta(seconds=120))
+    replacement = lifecycle.init_job(p1.pk)
+    assert code_of(lifecycle.init_step, step.pk, instance_exec_id=zombie.instance_exec_id) == 115
+    assert not InstanceExec.objects.filter(process=step).exists()
+    lifecycle.init_step(step.pk, instance_exec_id=replacement.instance_exec_id)
+
+
+def test_failed_rows_of_a_running_job_cannot_be_requeued_and_a_restarted_step_takes_them(
+    make_job,
+):
+    p1 = make_job("p1")
+    p2 = make_job("p2", upstream=[p1])
+    feed(p1, ["2026-11-01"])
+    (step,) = steps_of(p2)
+    lifecycle.init_job(p2.pk, 5)
+    lifecycle.init_step(step.pk)
+    lifecycle.term_step(step.pk, "flaky")
+    (row,) = queued(step)
+    assert row.batch_state_id == BatchState.FAILED
+    assert code_of(queue.requeue, row.pk) == 110
+    assert code_of(queue.discard, row.pk, "no") == 110
+    lifecycle.init_step(step.pk)
+    row.refresh_from_db()
+    assert row.batch_state_id == BatchState.ACCESSED
+    lifecycle.halt_step(step.pk)
+    lifecycle.halt_job(p2.pk)
+    archived = ArchiveConsumpQueue.objects.get(queue_id=row.pk)
+    assert archived.batch_state_id == BatchState.PROCESSED
+
+
+def test_a_claim_that_comes_back_short_gives_up_with_112(make_job, monkeypatch):
+    p1 = make_job("p1")
+    p2 = make_job("p2", upstream=[p1])
+    feed(p1, ["2026-11-01"])
+    # As if a concurrent discard took the row between the checks and the claim.
+    monkeypatch.setattr(queue, "claim", lambda **kwargs: 0)
+    assert code_of(lifecycle.init_job, p2.pk, 5) == 112
+    assert not InstanceExec.objects.filter(process=p2).exists()
+    assert not Batch.objects.filter(batch_type="job", source_instance_exec__process=p2).exists()
 
 
 # --- leases -------------------------------------------------------------------------------
@@ -602,6 +723,20 @@ def test_reaper_is_null_safe(make_job):
     assert lifecycle.reap_expired() == [stale.pk]
     fresh.refresh_from_db()
     assert fresh.exec_state_id == ExecState.RUNNING
+
+
+def test_a_heartbeat_that_comes_in_before_the_reaper_acts_wins(make_job):
+    p1 = make_job("p1", lease_seconds=60)
+    result = lifecycle.init_job(p1.pk)
+    later = timezone.now() + timedelta(seconds=30)
+    # The scan saw the run expired at ``later``; then the lease was renewed past it.
+    InstanceExec.objects.filter(pk=result.instance_exec_id).update(
+        lease_expires_at=later - timedelta(seconds=1)
+    )
+    lifecycle.heartbeat(result.instance_exec_id)
+    assert lifecycle._reap_one(result.instance_exec_id, later) is False
+    run = InstanceExec.objects.get(pk=result.instance_exec_id)
+    assert run.exec_state_id == ExecState.RUNNING
 
 
 def test_reaper_leaves_live_runs_alone(make_job):

@@ -9,6 +9,10 @@ class Command(JsonCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--sub-process-id", type=int, required=True)
+        parser.add_argument(
+            "--instance-exec-id", type=int, default=None, help="The job run, for fencing."
+        )
 
     def run(self, **o: object) -> object:
-        return {"sub_instance_exec_id": lifecycle.init_step(o["sub_process_id"])}
+        run_id = lifecycle.init_step(o["sub_process_id"], instance_exec_id=o["instance_exec_id"])
+        return {"sub_instance_exec_id": run_id}

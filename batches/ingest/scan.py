@@ -1,0 +1,368 @@
+"""The ``ingest.scan`` step: turn new files of a location into batches.
+
+A scan lists only the keys after its marker, page by page, and registers each page in one
+transaction together with the marker's advance, so a crash in the middle of a page registers
+nothing of it and the next scan lists the page again.
+
+Keys that are not ready are passed over: zero-byte objects, keys matching the in-flight
+patterns (``*_current``, ``_*``, ``.*``, ``*._COPYING_`` by default) and keys younger than
+``min_age_seconds``. While such a key was modified within ``hold_seconds`` (a day by
+default) the marker stops just before it, because the finished file may come back under that
+key or a name that sorts just below it (``2.txt_current`` becomes ``2.txt``); the keys after
+it are still registered, and listed again by the next scan at the cost of a look-up. An older
+one (a ``_SUCCESS`` flag, an abandoned upload) no longer holds the marker.
+
+A key that appears below the marker (a rename, a late upload) is found by the reconciliation
+listing, every ``reconcile_every`` scans or on demand, and counted as late.
+"""
+
+from __future__ import annotations
+
+import bisect
+import fnmatch
+import logging
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Greatest
+from django.utils import timezone
+
+from batches import queue
+from batches.ingest.storage import PAGE_SIZE, ObjectInfo, Storage, open_storage
+from batches.models import File, ScanState
+from processes.models import Process, ProcessLog, Property, Server
+
+log = logging.getLogger(__name__)
+
+DEFAULT_IN_FLIGHT = ("*_current", "_*", ".*", "*._COPYING_")
+OVERWRITE_CHOICES = ("ignore", "reprocess")
+
+
+class ScanConfigError(ValueError):
+    """A scan property is missing or invalid; the message names it."""
+
+
+@dataclass
+class ScanOptions:
+    location: str
+    min_age_seconds: int = 60
+    hold_seconds: int = 86_400
+    in_flight_patterns: tuple[str, ...] = DEFAULT_IN_FLIGHT
+    max_files: int = 10_000
+    reconcile_every: int = 24
+    on_overwrite: str = "ignore"
+    page_size: int = PAGE_SIZE
+    server: Server | None = None
+    endpoint_url: str = ""
+    region: str = ""
+
+    @classmethod
+    def of(cls, step: Process) -> ScanOptions:
+        """From the step's properties in config group ``scan``."""
+        props = dict(
+            Property.objects.filter(process=step, config_group="scan").values_list("key", "value")
+        )
+        if not props.get("location"):
+            raise ScanConfigError(f"{step.name}: property scan.location is required")
+
+        def number(key: str, default: int, minimum: int = 0) -> int:
+            raw = props.get(key, "")
+            if raw == "":
+                return default
+            try:
+                value = int(raw)
+            except ValueError as exc:
+                raise ScanConfigError(
+                    f"{step.name}: scan.{key} must be a number, got {raw!r}"
+                ) from exc
+            if value < minimum:
+                raise ScanConfigError(f"{step.name}: scan.{key} must be at least {minimum}")
+            return value
+
+        on_overwrite = props.get("on_overwrite", "ignore") or "ignore"
+        if on_overwrite not in OVERWRITE_CHOICES:
+            raise ScanConfigError(
+                f"{step.name}: scan.on_overwrite must be one of {', '.join(OVERWRITE_CHOICES)}"
+            )
+        server = None
+        if props.get("server"):
+            ref = props["server"]
+            server = Server.objects.filter(
+                team_id=step.bus_domain.team_id,
+                **({"pk": int(ref)} if ref.isdigit() else {"name": ref}),
+            ).first()
+            if server is None:
+                raise ScanConfigError(
+                    f"{step.name}: scan.server {ref!r} is not a server of the team"
+                )
+        patterns = props.get("in_flight_patterns")
+        return cls(
+            location=props["location"],
+            min_age_seconds=number("min_age_seconds", 60),
+            hold_seconds=number("hold_seconds", 86_400),
+            in_flight_patterns=(
+                tuple(p.strip() for p in patterns.split(",") if p.strip())
+                if patterns is not None
+                else DEFAULT_IN_FLIGHT
+            ),
+            max_files=number("max_files", 10_000, 1),
+            reconcile_every=number("reconcile_every", 24),
+            on_overwrite=on_overwrite,
+            page_size=number("page_size", PAGE_SIZE, 1),
+            server=server,
+            endpoint_url=props.get("endpoint_url", ""),
+            region=props.get("region", ""),
+        )
+
+    def open(self) -> Storage:
+        metainfo: dict[str, str] = {}
+        if self.server is not None:
+            for line in self.server.metainfo.splitlines():
+                key, _, value = line.partition("=")
+                if value:
+                    metainfo[key.strip()] = value.strip()
+        return open_storage(
+            self.location,
+            endpoint_url=self.endpoint_url or metainfo.get("endpoint_url"),
+            region=self.region or metainfo.get("region"),
+            access_key=self.server.login_user if self.server else None,
+            secret_key=self.server.login_password if self.server else None,
+        )
+
+
+@dataclass
+class ScanResult:
+    listed: int = 0
+    list_calls: int = 0
+    registered: int = 0
+    already_registered: int = 0
+    skipped_in_flight: int = 0
+    skipped_empty: int = 0
+    skipped_young: int = 0
+    overwritten: int = 0
+    late: int = 0
+    reconciled: bool = False
+    capped: bool = False
+    marker: str = ""
+    batch_ids: list[int] = field(default_factory=list)
+
+    def counters(self) -> dict[str, int | bool | str]:
+        data = asdict(self)
+        data.pop("batch_ids")
+        return data
+
+
+Progress = Callable[[ScanResult], None]
+
+
+@dataclass
+class _Scanner:
+    step: Process
+    job: Process
+    options: ScanOptions
+    storage: Storage
+    now: datetime
+    run_id: int | None
+    result: ScanResult
+    progress: Progress | None
+
+    @property
+    def server_id(self) -> int | None:
+        return self.options.server.pk if self.options.server else None
+
+    def in_flight(self, key: str) -> bool:
+        name = key.rsplit("/", 1)[-1]
+        return any(fnmatch.fnmatchcase(name, p) for p in self.options.in_flight_patterns)
+
+    def remaining(self) -> int:
+        return self.options.max_files - self.result.registered
+
+    def marker_scan(self, marker: str) -> None:
+        hold_after = self.now - timedelta(seconds=self.options.hold_seconds)
+        held = False  # a recent key that is not ready holds the marker back
+        for page in self.storage.pages(marker, self.options.page_size):
+            candidates: list[ObjectInfo] = []
+            passable: list[str] = []  # keys the marker may move past, ascending
+            for obj in page:
+                reason = self.not_ready(obj)
+                if reason is None:
+                    candidates.append(obj)
+                else:
+                    setattr(self.result, reason, getattr(self.result, reason) + 1)
+                    held = held or obj.last_modified > hold_after
+                if not held:
+                    passable.append(obj.key)
+            stopped = self.register_page(candidates, passable, late=False)
+            self.report()
+            if stopped:
+                self.result.capped = True
+                return
+
+    def not_ready(self, obj: ObjectInfo) -> str | None:
+        """Why a key is passed over this time (the counter to bump), or None if ready."""
+        if obj.size == 0:
+            return "skipped_empty"
+        if self.in_flight(obj.key):
+            return "skipped_in_flight"
+        if obj.last_modified > self.now - timedelta(seconds=self.options.min_age_seconds):
+            return "skipped_young"
+        return None
+
+    def reconcile(self, marker: str) -> None:
+        """List the keys at or below the marker and register those never registered."""
+        self.result.reconciled = True
+        for page in self.storage.pages("", self.options.page_size):
+            below = [o for o in page if o.key <= marker]
+            candidates = [o for o in below if self.not_ready(o) is None]
+            stopped = self.register_page(candidates, [], late=True)
+            self.report()
+            if stopped:
+                self.result.capped = True
+                return
+            if len(below) < len(page):
+                return
+
+    def register_page(
+        self, candidates: list[ObjectInfo], passable: list[str], *, late: bool
+    ) -> bool:
+        """Register a page's new files and move the marker past the ``passable`` keys, in one
+        transaction. Returns True when ``max_files`` stopped the page part-way: the marker
+        then stays below the first file left for the next scan."""
+        advance_to = passable[-1] if passable else None
+        uris = {self.storage.uri_of(o.key): o for o in candidates}
+        with transaction.atomic():
+            known: dict[str, list[tuple[str, int, datetime]]] = {}
+            for path, file_hash, size, created in File.objects.filter(
+                server_id=self.server_id, path__in=list(uris)
+            ).values_list("path", "file_hash", "file_size", "creation_ts"):
+                known.setdefault(path, []).append((file_hash, size, created))
+            new: list[queue.NewFile] = []
+            stopped = False
+            for uri, obj in uris.items():
+                previous = known.get(uri, [])
+                if (
+                    previous
+                    and any(
+                        size == obj.size and created == obj.last_modified
+                        for _, size, created in previous
+                    )
+                    and obj.etag is None
+                ):
+                    self.result.already_registered += 1  # same size and time: same local file
+                    continue
+                file_hash = self.storage.content_hash(obj)
+                if any(h == file_hash for h, _, _ in previous):
+                    self.result.already_registered += 1
+                    continue
+                if previous:
+                    self.result.overwritten += 1
+                    self.log("overwritten", f"{uri} changed (hash {file_hash})")
+                    if self.options.on_overwrite != "reprocess":
+                        continue
+                if len(new) >= self.remaining():
+                    stopped = True
+                    before = passable[: bisect.bisect_left(passable, obj.key)]
+                    advance_to = before[-1] if before else None
+                    break
+                new.append(queue.NewFile(uri, obj.size, file_hash, obj.last_modified))
+                if late and not previous:
+                    self.result.late += 1
+                    self.log("late_key", f"{uri} appeared below the marker")
+            made = self.register(new)
+            self.result.batch_ids += made
+            self.result.registered += len(made)
+            self.result.already_registered += len(new) - len(made)
+            if advance_to is not None:
+                ScanState.objects.filter(process=self.step).update(
+                    marker=Greatest(F("marker"), Value(advance_to))
+                )
+                self.result.marker = max(self.result.marker, advance_to)
+        return stopped
+
+    def register(self, new: list[queue.NewFile]) -> list[int]:
+        """Register the page's new files; returns the ids of the batches this scan made."""
+        try:
+            with transaction.atomic():
+                return queue.register_files(
+                    job=self.job, files=new, server_id=self.server_id, now=self.now
+                )
+        except IntegrityError:
+            # A concurrent scan registered some of these meanwhile: settle them one by one.
+            ids = []
+            for f in new:
+                batch, created = queue.register_file_once(
+                    source_process_id=self.job.pk,
+                    path=f.path,
+                    file_size=f.file_size,
+                    file_hash=f.file_hash,
+                    creation_ts=f.creation_ts,
+                    server_id=self.server_id,
+                )
+                if created:
+                    ids.append(batch.pk)
+            return ids
+
+    def log(self, message_id: str, message: str) -> None:
+        log.info("%s: %s", self.step.name, message)
+        ProcessLog.objects.create(
+            process=self.step,
+            instance_exec_id=self.run_id,
+            log_category="scan",
+            message_id=message_id,
+            message=message,
+        )
+
+    def report(self) -> None:
+        self.result.listed = self.storage.stats.keys_listed
+        self.result.list_calls = self.storage.stats.list_calls
+        if self.progress:
+            self.progress(self.result)
+
+
+def scan(
+    step_id: int,
+    *,
+    reconcile: bool | None = None,
+    storage: Storage | None = None,
+    run_id: int | None = None,
+    progress: Progress | None = None,
+) -> ScanResult:
+    """Scan the location of the ``ingest.scan`` step ``step_id`` and register what is new.
+
+    ``reconcile`` forces (True) or prevents (False) the reconciliation listing; by default it
+    runs every ``reconcile_every`` scans."""
+    step = Process.objects.select_related("parent", "bus_domain").get(pk=step_id)
+    if step.parent is None:
+        raise ScanConfigError(f"{step.name} is a job; scan one of its steps")
+    options = ScanOptions.of(step)
+    state, _ = ScanState.objects.get_or_create(
+        process=step, defaults={"location": options.location}
+    )
+    if state.location != options.location:
+        # A new location: its keys have nothing to do with the old marker.
+        ScanState.objects.filter(pk=state.pk).update(location=options.location, marker="")
+        state.marker = ""
+    if reconcile is None:
+        reconcile = (
+            bool(options.reconcile_every) and (state.scans + 1) % options.reconcile_every == 0
+        )
+    scanner = _Scanner(
+        step=step,
+        job=step.parent,
+        options=options,
+        storage=storage or options.open(),
+        now=timezone.now(),
+        run_id=run_id,
+        result=ScanResult(marker=state.marker),
+        progress=progress,
+    )
+    scanner.marker_scan(state.marker)
+    if reconcile and not scanner.result.capped:
+        scanner.reconcile(ScanState.objects.get(pk=state.pk).marker)
+        ScanState.objects.filter(pk=state.pk).update(last_reconcile_ts=scanner.now)
+    ScanState.objects.filter(pk=state.pk).update(scans=F("scans") + 1, last_scan_ts=scanner.now)
+    scanner.report()
+    return scanner.result

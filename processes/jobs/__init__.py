@@ -1,0 +1,96 @@
+"""Step kinds: the registry and the context a step's job receives.
+
+A step's ``ProcessType.job_kind`` names its kind. Kinds are imported on first use, so that
+nothing imports PySpark until a Spark step runs (the web process and the workers start
+without it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from processes.models import InstanceExec, Process, ProcessLog, Property
+
+Counters = dict[str, Any]
+Job = Callable[["JobContext"], Counters]
+
+# kind -> module that registers it
+KIND_MODULES = {
+    "ingest.scan": "processes.jobs.ingest_scan",
+    "python.callable": "processes.jobs.python_callable",
+}
+_REGISTRY: dict[str, Job] = {}
+
+
+class UnknownKind(LookupError):
+    pass
+
+
+def register(kind: str) -> Callable[[Job], Job]:
+    def decorate(job: Job) -> Job:
+        _REGISTRY[kind] = job
+        return job
+
+    return decorate
+
+
+def get(kind: str) -> Job:
+    if kind not in _REGISTRY:
+        module = KIND_MODULES.get(kind)
+        if module is None:
+            raise UnknownKind(f"no step kind {kind!r} is registered")
+        importlib.import_module(module)
+    return _REGISTRY[kind]
+
+
+class StepLogger:
+    """Writes a step's messages to ``ProcessLog`` (and to the Python log)."""
+
+    def __init__(self, step: Process, run_id: int | None):
+        self.step = step
+        self.run_id = run_id
+        self._log = logging.getLogger(f"bdre.step.{step.name}")
+
+    def __call__(self, message_id: str, message: str, category: str = "step") -> None:
+        self._log.info("%s: %s", message_id, message)
+        ProcessLog.objects.create(
+            process=self.step,
+            instance_exec_id=self.run_id,
+            log_category=category,
+            message_id=message_id,
+            message=message,
+        )
+
+
+@dataclass
+class JobContext:
+    step: Process
+    job_run_id: int
+    step_run_id: int
+    target_batch_id: int
+    batch_ids: list[int]
+    files: list[Any]  # lifecycle.FileInfo of the claimed batches
+    options: dict[str, Any] = field(default_factory=dict)  # from the caller (CLI flags, ...)
+
+    @property
+    def log(self) -> StepLogger:
+        return StepLogger(self.step, self.step_run_id)
+
+    def properties(self, group: str) -> dict[str, str]:
+        return dict(
+            Property.objects.filter(process=self.step, config_group=group).values_list(
+                "key", "value"
+            )
+        )
+
+
+def run_step(context: JobContext) -> Counters:
+    """Run the step's kind and store what it counted on the step's run."""
+    kind = context.step.process_type.job_kind
+    counters = get(kind)(context) or {}
+    InstanceExec.objects.filter(pk=context.step_run_id).update(counters=counters)
+    return counters

@@ -1,0 +1,137 @@
+"""Landing locations for the ingestion tests: a local folder and a real S3 endpoint
+(``moto_server`` on 127.0.0.1), behind one small interface so every case runs on both."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from processes.models import Process
+from processes.registry import StepSpec, create_job
+from tests.factories import JOB_TYPE
+
+SCAN_STEP_TYPE = 52  # generic-scan
+SINK_STEP_TYPE = 51  # python-callable
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    port = free_port()
+    binary = Path(sys.executable).with_name("moto_server")
+    proc = subprocess.Popen(
+        [str(binary), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    else:
+        proc.kill()
+        raise RuntimeError("moto_server did not start")
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(10)
+
+
+class LocalLanding:
+    def __init__(self, root: Path):
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.location = root.as_uri()
+        self.properties: dict[str, str] = {}
+
+    def put(self, key: str, data: bytes = b"event\n") -> None:
+        path = self.root / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+    def rename(self, old: str, new: str) -> None:
+        (self.root / old).rename(self.root / new)
+
+    def uri(self, key: str) -> str:
+        return (self.root / key).as_uri()
+
+
+class S3Landing:
+    def __init__(self, endpoint: str):
+        from batches.ingest.storage import s3_client
+
+        self.client = s3_client(endpoint_url=endpoint, region="us-east-1")
+        self.bucket = f"landing-{uuid.uuid4().hex[:12]}"
+        self.client.create_bucket(Bucket=self.bucket)
+        self.location = f"s3://{self.bucket}/feed/"
+        self.properties = {"endpoint_url": endpoint, "region": "us-east-1"}
+
+    def put(self, key: str, data: bytes = b"event\n") -> None:
+        self.client.put_object(Bucket=self.bucket, Key=f"feed/{key}", Body=data)
+
+    def rename(self, old: str, new: str) -> None:
+        self.client.copy_object(
+            Bucket=self.bucket,
+            Key=f"feed/{new}",
+            CopySource={"Bucket": self.bucket, "Key": f"feed/{old}"},
+        )
+        self.client.delete_object(Bucket=self.bucket, Key=f"feed/{old}")
+
+    def uri(self, key: str) -> str:
+        return f"s3://{self.bucket}/feed/{key}"
+
+
+@pytest.fixture(params=["local", "s3"])
+def landing(request, tmp_path):
+    if request.param == "local":
+        return LocalLanding(tmp_path / "landing")
+    return S3Landing(request.getfixturevalue("s3_endpoint"))
+
+
+@pytest.fixture
+def ingest_job(team, landing):
+    """``ingest_job(**scan_properties)``: an ingestion job scanning the landing, with one
+    downstream job consuming its files."""
+
+    def make(**props: object) -> tuple[Process, Process, Process]:
+        scan_props = {
+            "location": landing.location,
+            "min_age_seconds": "0",
+            **landing.properties,
+            **{k: str(v) for k, v in props.items()},
+        }
+        job = create_job(
+            bus_domain=team.application,
+            name=f"ingest_{uuid.uuid4().hex[:6]}",
+            process_type_id=JOB_TYPE,
+            steps=[
+                StepSpec(
+                    "scan_" + uuid.uuid4().hex[:6], SCAN_STEP_TYPE, properties={"scan": scan_props}
+                )
+            ],
+        )
+        consumer = create_job(
+            bus_domain=team.application,
+            name=f"load_{uuid.uuid4().hex[:6]}",
+            process_type_id=JOB_TYPE,
+            steps=[StepSpec("load_" + uuid.uuid4().hex[:6], SINK_STEP_TYPE, upstream=[job.pk])],
+        )
+        return job, job.steps.get(), consumer.steps.get()
+
+    return make

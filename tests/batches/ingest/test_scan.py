@@ -1,0 +1,218 @@
+"""Incremental file ingestion (DESIGN.md section 5), each case on a local folder and on a
+real S3 endpoint."""
+
+from __future__ import annotations
+
+import pytest
+
+from batches import queue
+from batches.ingest.scan import ScanConfigError, scan
+from batches.models import BatchConsumpQueue, File, ScanState
+from processes import orchestrator
+from processes.models import InstanceExec, ProcessLog, Property
+
+pytestmark = pytest.mark.django_db
+
+
+def registered_paths() -> list[str]:
+    return sorted(File.objects.values_list("path", flat=True))
+
+
+def test_the_seed_scenario_two_hours_of_files(ingest_job, landing):
+    _job, step, consumer = ingest_job()
+    landing.put("1.txt")
+    landing.put("2.txt")
+    first = scan(step.pk)
+    assert first.registered == 2
+    assert registered_paths() == [landing.uri("1.txt"), landing.uri("2.txt")]
+    for key in ("3.txt", "4.txt", "5.txt"):
+        landing.put(key)
+    second = scan(step.pk)
+    assert second.registered == 3
+    assert second.listed == 3  # only what is after the marker
+    assert sorted(File.objects.values_list("path", flat=True))[2:] == [
+        landing.uri(k) for k in ("3.txt", "4.txt", "5.txt")
+    ]
+    assert BatchConsumpQueue.objects.filter(process=consumer).count() == 5
+    assert scan(step.pk).registered == 0
+
+
+def test_each_file_becomes_a_batch_queued_downstream_with_its_date(ingest_job, landing):
+    _job, step, consumer = ingest_job()
+    landing.put("a.tsv", b"x" * 42)
+    result = scan(step.pk)
+    (f,) = File.objects.all()
+    assert f.file_size == 42
+    assert f.file_hash
+    assert result.batch_ids == [f.batch_id]
+    (row,) = BatchConsumpQueue.objects.filter(process=consumer)
+    assert row.source_batch_id == f.batch_id
+    assert row.batch_marking == f.creation_ts.date().isoformat()
+
+
+def test_a_current_file_is_skipped_then_registered_once_renamed(ingest_job, landing):
+    _job, step, _ = ingest_job()
+    landing.put("1.txt")
+    landing.put("2.txt_current")
+    first = scan(step.pk)
+    assert (first.registered, first.skipped_in_flight) == (1, 1)
+    landing.rename("2.txt_current", "2.txt")
+    second = scan(step.pk)
+    assert second.registered == 1
+    assert registered_paths() == [landing.uri("1.txt"), landing.uri("2.txt")]
+
+
+@pytest.mark.parametrize("name", ["_tmp_upload", ".part1", "big.csv._COPYING_"])
+def test_other_in_flight_patterns_are_skipped(ingest_job, landing, name):
+    _job, step, _ = ingest_job()
+    landing.put(name)
+    result = scan(step.pk)
+    assert (result.registered, result.skipped_in_flight) == (0, 1)
+
+
+def test_zero_byte_objects_are_skipped(ingest_job, landing):
+    _job, step, _ = ingest_job()
+    landing.put("empty.txt", b"")
+    assert scan(step.pk).skipped_empty == 1
+    assert not File.objects.exists()
+
+
+def test_a_young_file_holds_the_marker_until_it_is_old_enough(ingest_job, landing):
+    _job, step, _ = ingest_job(min_age_seconds=3600)
+    landing.put("1.txt")
+    landing.put("2.txt")
+    held = scan(step.pk)
+    assert (held.registered, held.skipped_young) == (0, 2)
+    assert ScanState.objects.get(process=step).marker == ""
+    Property.objects.filter(process=step, key="min_age_seconds").update(value="0")
+    assert scan(step.pk).registered == 2
+
+
+def test_a_late_key_below_the_marker_is_found_by_reconciliation(ingest_job, landing):
+    _job, step, _ = ingest_job(reconcile_every=0)
+    for key in ("1.txt", "2.txt", "5.txt"):
+        landing.put(key)
+    scan(step.pk)
+    landing.put("3.txt")  # a late upload, below the marker "5.txt"
+    missed = scan(step.pk)
+    assert missed.registered == 0
+    found = scan(step.pk, reconcile=True)
+    assert (found.registered, found.late, found.reconciled) == (1, 1, True)
+    assert landing.uri("3.txt") in registered_paths()
+    assert ProcessLog.objects.filter(process=step, message_id="late_key").count() == 1
+    assert scan(step.pk, reconcile=True).late == 0
+
+
+def test_reconciliation_runs_every_n_scans(ingest_job, landing):
+    _job, step, _ = ingest_job(reconcile_every=3)
+    reconciled = [scan(step.pk).reconciled for _ in range(6)]
+    assert reconciled == [False, False, True, False, False, True]
+
+
+def test_an_overwritten_key_is_ignored_by_default(ingest_job, landing):
+    _job, step, _ = ingest_job()
+    landing.put("1.txt", b"first")
+    scan(step.pk)
+    landing.put("1.txt", b"second version")
+    result = scan(step.pk, reconcile=True)
+    assert (result.overwritten, result.registered) == (1, 0)
+    assert File.objects.count() == 1
+
+
+def test_an_overwritten_key_is_registered_again_with_reprocess(ingest_job, landing):
+    _job, step, consumer = ingest_job(on_overwrite="reprocess")
+    landing.put("1.txt", b"first")
+    scan(step.pk)
+    landing.put("1.txt", b"second version")
+    result = scan(step.pk, reconcile=True)
+    assert (result.overwritten, result.registered, result.late) == (1, 1, 0)
+    assert sorted(File.objects.values_list("file_size", flat=True)) == [5, 14]
+    assert BatchConsumpQueue.objects.filter(process=consumer).count() == 2
+
+
+def test_max_files_works_off_a_backlog_over_several_scans(ingest_job, landing):
+    _job, step, _ = ingest_job(max_files=3, page_size=2)
+    for i in range(7):
+        landing.put(f"{i}.txt")
+    counts = [scan(step.pk).registered for _ in range(4)]
+    assert counts == [3, 3, 1, 0]
+    assert registered_paths() == sorted(landing.uri(f"{i}.txt") for i in range(7))
+
+
+def test_a_crash_in_the_middle_of_a_page_registers_nothing_of_it(ingest_job, landing, monkeypatch):
+    _job, step, consumer = ingest_job(page_size=3)
+    for i in range(5):
+        landing.put(f"{i}.txt")
+    real = queue.register_files
+    calls = {"n": 0}
+
+    def crash_on_second_page(**kwargs):
+        calls["n"] += 1
+        ids = real(**kwargs)  # the rows are written ...
+        if calls["n"] == 2:
+            raise RuntimeError("worker died")  # ... and the transaction never commits
+        return ids
+
+    monkeypatch.setattr(queue, "register_files", crash_on_second_page)
+    with pytest.raises(RuntimeError):
+        scan(step.pk)
+    assert File.objects.count() == 3  # the first page, whole
+    assert BatchConsumpQueue.objects.filter(process=consumer).count() == 3
+    assert ScanState.objects.get(process=step).marker == "2.txt"
+    monkeypatch.setattr(queue, "register_files", real)
+    assert scan(step.pk).registered == 2
+    assert File.objects.count() == 5
+    assert BatchConsumpQueue.objects.filter(process=consumer).count() == 5
+
+
+def test_list_calls_do_not_grow_with_the_files_already_registered(ingest_job, landing):
+    _job, step, _ = ingest_job(page_size=10)
+    calls = {}
+    for total in (15, 60):
+        for i in range(len(registered_paths()), total):
+            landing.put(f"f{i:04d}.txt")
+        scan(step.pk)
+        landing.put(f"f{total:04d}.txt")
+        result = scan(step.pk)
+        assert (result.registered, result.listed) == (1, 1)
+        calls[total] = result.list_calls
+    assert calls[15] == calls[60] == 1
+
+
+def test_nested_folders_are_listed_in_key_order(ingest_job, landing):
+    _job, step, _ = ingest_job()
+    for key in ("2026/11/20/a.txt", "2026/11/21/b.txt", "2026.txt"):
+        landing.put(key)
+    scan(step.pk)
+    landing.put("2026/11/22/c.txt")
+    result = scan(step.pk)
+    assert (result.registered, result.listed) == (1, 1)
+    assert len(registered_paths()) == 4
+
+
+def test_scan_as_the_step_of_a_job_stores_its_numbers_on_the_run(ingest_job, landing):
+    job, step, consumer = ingest_job()
+    landing.put("1.txt")
+    landing.put("2.txt_current")
+    outcome = orchestrator.run_job(job.pk)
+    assert outcome.succeeded
+    run = InstanceExec.objects.get(process=step)
+    assert run.counters["registered"] == 1
+    assert run.counters["skipped_in_flight"] == 1
+    assert run.counters["list_calls"] >= 1
+    # The files are the downstream input; the ingest run's own target batch is not queued.
+    (row,) = BatchConsumpQueue.objects.filter(process=consumer)
+    assert row.source_batch_id == File.objects.get().batch_id
+
+
+def test_a_missing_location_property_is_a_clear_error(ingest_job, landing):
+    _job, step, _ = ingest_job()
+    Property.objects.filter(process=step, key="location").delete()
+    with pytest.raises(ScanConfigError, match=r"scan\.location is required"):
+        scan(step.pk)
+
+
+def test_a_bad_number_is_a_clear_error(ingest_job, landing):
+    _job, step, _ = ingest_job(max_files="lots")
+    with pytest.raises(ScanConfigError, match=r"scan\.max_files must be a number"):
+        scan(step.pk)
