@@ -188,9 +188,10 @@ def main() -> None:
         results.append(
             run_child(
                 Path(__file__),
-                backend,
                 url,
                 [
+                    "--child",
+                    backend,
                     "--depths",
                     args.depths,
                     "--cycles",

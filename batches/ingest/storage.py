@@ -171,6 +171,7 @@ def s3_client(
 
     config = Config(
         retries={"max_attempts": 5, "mode": "standard"},
+        max_pool_connections=32,
         s3={"addressing_style": "path"} if endpoint_url else {},
     )
     return boto3.client(

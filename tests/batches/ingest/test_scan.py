@@ -216,3 +216,30 @@ def test_a_bad_number_is_a_clear_error(ingest_job, landing):
     _job, step, _ = ingest_job(max_files="lots")
     with pytest.raises(ScanConfigError, match=r"scan\.max_files must be a number"):
         scan(step.pk)
+
+
+@pytest.mark.parametrize("landing", ["s3"], indirect=True)
+def test_s3_credentials_and_endpoint_from_a_registered_server(ingest_job, landing, team):
+    from processes.models import Server
+
+    server = Server.objects.create(
+        team=team.group,
+        server_type="s3",
+        name="minio",
+        metainfo=f"endpoint_url={landing.properties['endpoint_url']}\nregion=us-east-1",
+        login_user="AKIAEXAMPLE",
+        login_password="secret-example-key",
+    )
+    _job, step, _ = ingest_job()
+    Property.objects.filter(process=step, key__in=["endpoint_url", "region"]).delete()
+    Property.objects.create(process=step, config_group="scan", key="server", value="minio")
+    landing.put("1.txt")
+    result = scan(step.pk)
+    assert result.registered == 1
+    assert File.objects.get().server == server
+
+
+def test_an_unknown_server_is_a_clear_error(ingest_job, landing):
+    _job, step, _ = ingest_job(server="nowhere")
+    with pytest.raises(ScanConfigError, match="is not a server of the team"):
+        scan(step.pk)
