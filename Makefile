@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install test demo lint format migrate clean
+.PHONY: install test demo lint format migrate migrations clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "BDRE needs Python 3.11 or newer")'
@@ -21,6 +21,10 @@ test: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+migrations: install
+	$(PY) manage.py makemigrations
+	$(VENV)/bin/ruff format -q */migrations
 
 format: install
 	$(VENV)/bin/ruff check --fix .

@@ -8,11 +8,12 @@ from batches.models import (
     BatchConsumpQueue,
     BatchStatus,
     EtlDriver,
+    EventManifest,
     File,
     HiveTable,
     ScanState,
 )
-from bdre.admin import MasterTableAdmin, ScopedAdmin
+from bdre.admin import MasterTableAdmin, ReadOnlyAdmin, ScopedAdmin
 
 admin.site.register(BatchStatus, MasterTableAdmin)
 
@@ -85,3 +86,12 @@ class ScanStateAdmin(ScopedAdmin):
     list_display = ("process", "location", "marker", "scans", "last_scan_ts", "last_reconcile_ts")
     search_fields = ("process__name", "location", "marker")
     raw_id_fields = ("process",)
+
+
+@admin.register(EventManifest)
+class EventManifestAdmin(ReadOnlyAdmin):
+    """The deduplication manifest is written by shred runs only."""
+
+    list_display = ("event_id", "fingerprint", "run_id", "etl_time", "manifest")
+    list_filter = ("manifest",)
+    search_fields = ("=event_id", "=fingerprint")

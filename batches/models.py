@@ -275,3 +275,26 @@ class ScanState(models.Model):
 
     def __str__(self) -> str:
         return f"{self.location} after {self.marker or '(start)'}"
+
+
+class EventManifest(models.Model):
+    """The database backend of the cross-batch deduplication manifest: one row per
+    (event id, fingerprint), written by the first run that saw it (an insert that ignores
+    conflicts is the check-and-set)."""
+
+    manifest = models.CharField(max_length=64, default="default")
+    event_id = models.CharField(max_length=64)
+    fingerprint = models.CharField(max_length=128)
+    run_id = models.BigIntegerField(help_text="The target batch of the run that saw it first.")
+    etl_time = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["manifest", "event_id", "fingerprint"], name="manifest_unique_pair"
+            ),
+        ]
+        indexes = [models.Index(fields=["manifest", "etl_time"], name="manifest_ttl")]
+
+    def __str__(self) -> str:
+        return f"{self.event_id}/{self.fingerprint} (run {self.run_id})"

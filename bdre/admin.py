@@ -15,11 +15,8 @@ class ScopedAdmin(admin.ModelAdmin):
         return scope(request.user, super().get_queryset(request))
 
 
-class MasterTableAdmin(admin.ModelAdmin):
-    """Master tables are seeded by migrations with BDRE's ids: read-only here."""
-
-    list_display = ("id", "name", "description")
-    ordering = ("id",)
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows written by the system only: shown, never added, changed or deleted by hand."""
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -29,6 +26,13 @@ class MasterTableAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
+
+
+class MasterTableAdmin(ReadOnlyAdmin):
+    """Master tables are seeded by migrations with BDRE's ids."""
+
+    list_display = ("id", "name", "description")
+    ordering = ("id",)
 
 
 @admin.register(Membership)

@@ -182,6 +182,9 @@ CELERY_ACCEPT_CONTENT = ["json"]
 
 # --- Spark and the lake -------------------------------------------------------------------
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
+SPARK_UI = env_bool("SPARK_UI", False)
+SPARK_SHUFFLE_PARTITIONS = env_int("SPARK_SHUFFLE_PARTITIONS", 0)  # 0: twice the cores
+SPARK_DRIVER_MEMORY = env_str("SPARK_DRIVER_MEMORY", "2g")
 # A running instance without a lease (written by hand) expires this long after its last sign
 # of life; runs created by init_job carry their process's lease_seconds.
 BDRE_DEFAULT_LEASE_SECONDS = env_int("BDRE_DEFAULT_LEASE_SECONDS", 3600)
@@ -194,6 +197,8 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # py4j logs every connection it opens and closes to the JVM of Spark at INFO.
+    "loggers": {"py4j": {"level": "WARNING"}},
 }
 
 if PRODUCTION:

@@ -22,6 +22,11 @@ Job = Callable[["JobContext"], Counters]
 KIND_MODULES = {
     "ingest.scan": "processes.jobs.ingest_scan",
     "python.callable": "processes.jobs.python_callable",
+    "spark.shred": "processes.jobs.spark_shred",
+    "spark.load": "processes.jobs.spark_load",
+    "spark.cleanse": "processes.jobs.spark_cleanse",
+    "spark.sql": "processes.jobs.spark_sql",
+    "spark.export": "processes.jobs.spark_export",
 }
 _REGISTRY: dict[str, Job] = {}
 

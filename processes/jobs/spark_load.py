@@ -1,0 +1,90 @@
+"""``spark.load``: the raw files of the claimed batches into a Parquet table partitioned by
+batch id. Properties (group ``load``): ``format`` (csv, tsv, json, parquet, text), ``table``
+(``db.table``), ``schema`` (a DDL string such as ``id INT, name STRING``; inferred if
+absent), ``header`` (``true`` for csv/tsv). With a schema, csv, tsv and json rows that do not
+fit it go to ``<table>_bad`` with the reason and the source file."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from processes.jobs import Counters, JobContext, register
+from processes.jobs.spark_io import spark_path, start, write_batch
+from processes.jobs.spark_session import get_spark
+
+FORMATS = ("csv", "tsv", "json", "parquet", "text")
+CORRUPT = "_corrupt_record"
+
+
+def read_raw(
+    spark: SparkSession, paths: list[str], fmt: str, *, schema: str = "", header: bool = True
+) -> DataFrame:
+    """The files as rows, with ``source_file`` and, where rows can fail to parse, the raw
+    text of those that did in ``_corrupt_record``."""
+    if fmt not in FORMATS:
+        raise ValueError(f"load.format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    reader = spark.read
+    if fmt in ("csv", "tsv", "json") and schema:
+        reader = reader.schema(f"{schema}, {CORRUPT} STRING").option("mode", "PERMISSIVE")
+        reader = reader.option("columnNameOfCorruptRecord", CORRUPT)
+    elif schema and fmt != "text":
+        reader = reader.schema(schema)
+    if fmt in ("csv", "tsv"):
+        reader = reader.option("header", str(header).lower()).option(
+            "sep", "\t" if fmt == "tsv" else ","
+        )
+        df = reader.csv(paths)
+    else:
+        df = getattr(reader, fmt)(paths)
+    return df.withColumn("source_file", F.input_file_name())
+
+
+def split_corrupt(df: DataFrame, fmt: str) -> tuple[DataFrame, DataFrame]:
+    """Rows that parsed, and the others with the reason."""
+    if CORRUPT not in df.columns:
+        return df, df.sparkSession.createDataFrame(
+            [], "line string, source_file string, reason string"
+        )
+    # Spark will not filter a cached-less scan on the corrupt column alone; cache first.
+    df = df.cache()
+    good = df.filter(F.col(CORRUPT).isNull()).drop(CORRUPT)
+    bad = df.filter(F.col(CORRUPT).isNotNull()).select(
+        F.col(CORRUPT).alias("line"),
+        "source_file",
+        F.lit(f"does not fit the declared schema as {fmt}").alias("reason"),
+    )
+    return good, bad
+
+
+@register("spark.load")
+def spark_load(context: JobContext) -> Counters:
+    props = context.properties("load")
+    fmt = props.get("format", "csv")
+    table = props.get("table", f"default.{context.step.name}")
+    database, _, name = table.rpartition(".")
+    if not context.files:
+        return {"files": 0, "rows_in": 0, "rows_out": 0, "bad_rows": 0}
+    spark = get_spark()
+    start(context, spark)
+    raw = read_raw(
+        spark,
+        [spark_path(f.path) for f in context.files],
+        fmt,
+        schema=props.get("schema", ""),
+        header=props.get("header", "true").lower() == "true",
+    )
+    good, bad = split_corrupt(raw, fmt)
+    good = good.cache()
+    rows_out, bad_rows = good.count(), bad.count()
+    write_batch(good, context, database or "default", name)
+    if bad_rows:
+        write_batch(
+            bad, context, database or "default", f"{name}_bad", comments="rows that failed to load"
+        )
+    return {
+        "files": len(context.files),
+        "rows_in": rows_out + bad_rows,
+        "rows_out": rows_out,
+        "bad_rows": bad_rows,
+    }

@@ -1,0 +1,52 @@
+"""One SparkSession per worker process, created on first use and configured from settings.
+
+Imported only by the Spark step kinds, never at start-up: the web process and the workers
+start without PySpark.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from django.conf import settings
+
+_lock = threading.Lock()
+_session = None
+
+
+def get_spark():
+    """The process's SparkSession (``SPARK_MASTER``, warehouse under ``BDRE_WAREHOUSE``, UI
+    off unless ``SPARK_UI=true``, shuffle partitions sized for the machine)."""
+    global _session
+    with _lock:
+        if _session is None or _session.sparkContext._jsc is None:
+            from pyspark.sql import SparkSession
+
+            cores = os.cpu_count() or 2
+            warehouse = settings.BDRE_WAREHOUSE
+            builder = (
+                SparkSession.builder.master(settings.SPARK_MASTER)
+                .appName("bdre")
+                .config("spark.sql.warehouse.dir", str(warehouse / "spark-warehouse"))
+                .config("spark.ui.enabled", str(settings.SPARK_UI).lower())
+                .config("spark.ui.showConsoleProgress", "false")
+                .config(
+                    "spark.sql.shuffle.partitions",
+                    str(settings.SPARK_SHUFFLE_PARTITIONS or cores * 2),
+                )
+                .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
+                .config("spark.sql.session.timeZone", "UTC")
+                .config("spark.driver.memory", settings.SPARK_DRIVER_MEMORY)
+            )
+            _session = builder.getOrCreate()
+            _session.sparkContext.setLogLevel("WARN")
+        return _session
+
+
+def stop_spark() -> None:
+    global _session
+    with _lock:
+        if _session is not None:
+            _session.stop()
+            _session = None
