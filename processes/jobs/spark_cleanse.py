@@ -60,7 +60,7 @@ def validate(df: DataFrame, rules: list[Rule]) -> tuple[DataFrame, DataFrame]:
             checks.append(F.lit(f"{rule.name} is missing"))
             continue
         value = F.col(rule.name)
-        cast = value.cast(TYPES[rule.type])
+        cast = value.try_cast(TYPES[rule.type])  # ANSI mode: a bad value is NULL, not an error
         blank = value.isNull() | (F.trim(value.cast("string")) == "")
         if rule.required:
             checks.append(F.when(blank, F.lit(f"{rule.name} is required")))

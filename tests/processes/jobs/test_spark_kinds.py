@@ -93,7 +93,7 @@ def test_load_cleanse_sql_and_export_end_to_end(team, lake, spark):
     landing = lake / "landing"
     (landing / "orders-1.csv").write_text("id,email,amount\n1,a@x.org,2.5\n2,b@x.org,4\n,bad,x\n")
     (landing / "orders-2.csv").write_text(
-        'id,email,amount\n3,"c@x.org",1.5\n4,d@x.org,"oops,too,many"\n'
+        'id,email,amount\n3,"c@x.org",1.5\n4,d@x.org,"9,5"\n5,e@x.org,1,one field too many\n'
     )
     ingest = job(
         team, "ingest", [(SCAN, {"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}})]
@@ -151,9 +151,9 @@ def test_load_cleanse_sql_and_export_end_to_end(team, lake, spark):
     outcome = orchestrator.run_job(orders.pk)
     assert outcome.succeeded, outcome.error
     load = counters("orders_0")
-    assert (load["rows_in"], load["rows_out"], load["bad_rows"]) == (5, 4, 1)
+    assert (load["rows_in"], load["rows_out"], load["bad_rows"]) == (6, 5, 1)
     cleanse = counters("orders_1")
-    assert (cleanse["rows_in"], cleanse["rows_out"], cleanse["bad_rows"]) == (4, 3, 1)
+    assert (cleanse["rows_in"], cleanse["rows_out"], cleanse["bad_rows"]) == (5, 3, 2)
     totals = spark.read.parquet(HiveTable.objects.get(table_name="order_totals").location).collect()
     assert [(r["orders"], r["total"], r["batch_id"]) for r in totals] == [
         (3, 8.0, outcome.target_batch_id)
