@@ -12,11 +12,14 @@ events, deduplicated (DESIGN.md section 6). Properties:
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from django.utils import timezone
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from processes.jobs import Counters, JobContext, register, shred
-from processes.jobs.manifest import open_manifest
+from processes.jobs.manifest import Manifest, open_manifest
 from processes.jobs.spark_io import spark_path, start, write_batch
 from processes.jobs.spark_session import get_spark
 
@@ -28,45 +31,33 @@ STRATEGIES = (
 )
 
 
-@register("spark.shred")
-def spark_shred(context: JobContext) -> Counters:
-    props = context.properties("shred")
-    dedup = context.properties("dedup")
-    database = props.get("database", "default")
-    atomic_table = props.get("atomic_table", "atomic_events")
-    enabled = {s: dedup.get(s, "true").lower() != "false" for s in STRATEGIES}
-    counters: Counters = {"files": len(context.files), "rows_in": 0, "bad_rows": 0}
-    counters.update({f"dup_{s}": 0 for s in STRATEGIES})
-    if not context.files:
-        counters.update(rows_out=0, entities_out=0)
-        return counters
+@dataclass
+class Shredded:
+    events: DataFrame  # deduplicated, with new ids for synthetic duplicates
+    bad: DataFrame
+    counters: Counters = field(default_factory=dict)
 
-    spark = get_spark()
-    start(context, spark)
-    run_id = context.target_batch_id
-    raw = spark.read.text([spark_path(f.path) for f in context.files]).select(
-        "value", F.input_file_name().alias("source_file")
-    )
+
+def shred_and_dedupe(
+    raw: DataFrame, *, run_id: int, manifest: Manifest | None, enabled: dict[str, bool]
+) -> Shredded:
+    """Parse and deduplicate raw lines (``value``, ``source_file``); counts every strategy.
+    The runner below and the benchmark share it."""
+    spark = raw.sparkSession
+    counters: Counters = {f"dup_{s}": 0 for s in STRATEGIES}
     events, bad = shred.parse(raw)
     events = events.cache()
     counters["bad_rows"] = bad.count()
-    counters["rows_in"] = events.count() + counters["bad_rows"]
-
+    parsed = events.count()
+    counters["rows_in"] = parsed + counters["bad_rows"]
+    kept = events
     if enabled["in_batch_natural"]:
         kept = shred.dedupe_in_batch_natural(events).cache()
-        counters["dup_in_batch_natural"] = counters["rows_in"] - counters["bad_rows"] - kept.count()
-    else:
-        kept = events
-    manifest = None
-    if enabled["cross_batch_natural"] or enabled["cross_batch_synthetic"]:
-        manifest = open_manifest(
-            dedup.get("manifest", "database"),
-            spark,
-            dedup.get("manifest_name", "default"),
-            int(dedup.get("ttl_days", "180")),
-        )
+        counters["dup_in_batch_natural"] = parsed - kept.count()
     seen = spark.createDataFrame([], "event_id string, event_fingerprint string")
-    if manifest is not None:
+    if manifest is not None and (
+        enabled["cross_batch_natural"] or enabled["cross_batch_synthetic"]
+    ):
         seen = manifest.check_and_record(
             kept.select("event_id", "event_fingerprint"), run_id, timezone.now()
         ).cache()
@@ -88,14 +79,49 @@ def spark_shred(context: JobContext) -> Counters:
     counters["rows_out"] = int(totals["rows"])
     counters["dup_in_batch_synthetic"] = int(totals["in_batch"] or 0)
     counters["dup_cross_batch_synthetic"] = int(totals["cross_batch"] or 0)
+    return Shredded(out, bad, counters)
 
-    write_batch(shred.atomic(out), context, database, atomic_table)
-    write_batch(
-        bad, context, database, f"{atomic_table}_bad", comments="lines that failed to parse"
+
+def manifest_of(spark, dedup: dict[str, str], enabled: dict[str, bool]) -> Manifest | None:
+    if not (enabled["cross_batch_natural"] or enabled["cross_batch_synthetic"]):
+        return None
+    return open_manifest(
+        dedup.get("manifest", "database"),
+        spark,
+        dedup.get("manifest_name", "default"),
+        int(dedup.get("ttl_days", "180")),
     )
-    entities = shred.entities(out).cache()
+
+
+@register("spark.shred")
+def spark_shred(context: JobContext) -> Counters:
+    props = context.properties("shred")
+    dedup = context.properties("dedup")
+    database = props.get("database", "default")
+    atomic_table = props.get("atomic_table", "atomic_events")
+    enabled = {s: dedup.get(s, "true").lower() != "false" for s in STRATEGIES}
+    if not context.files:
+        empty: Counters = {"files": 0, "rows_in": 0, "rows_out": 0, "bad_rows": 0}
+        return empty | {f"dup_{s}": 0 for s in STRATEGIES} | {"entities_out": 0}
+
+    spark = get_spark()
+    start(context, spark)
+    raw = spark.read.text([spark_path(f.path) for f in context.files]).select(
+        "value", F.input_file_name().alias("source_file")
+    )
+    result = shred_and_dedupe(
+        raw,
+        run_id=context.target_batch_id,
+        manifest=manifest_of(spark, dedup, enabled),
+        enabled=enabled,
+    )
+    counters = {"files": len(context.files), **result.counters}
+    write_batch(shred.atomic(result.events), context, database, atomic_table)
+    write_batch(
+        result.bad, context, database, f"{atomic_table}_bad", comments="lines that failed to parse"
+    )
+    entities = shred.entities(result.events).cache()
     tables = entities.select("schema_vendor", "schema_name", "schema_version").distinct().collect()
-    counters["entities_out"] = 0
     for vendor, name, version in tables:
         rows = entities.filter(
             (F.col("schema_vendor") == vendor)
@@ -105,11 +131,6 @@ def spark_shred(context: JobContext) -> Counters:
         write_batch(rows, context, database, shred.table_name(vendor, name, version))
     counters["entities_out"] = entities.count()
     counters["tables"] = len(tables) + 2
-    for df in (events, kept, out, entities, seen):
-        df.unpersist()
-    context.log(
-        "shred_summary",
-        ", ".join(f"{k} {v}" for k, v in counters.items()),
-        "spark",
-    )
+    spark.catalog.clearCache()
+    context.log("shred_summary", ", ".join(f"{k} {v}" for k, v in counters.items()), "spark")
     return counters
