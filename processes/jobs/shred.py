@@ -31,13 +31,19 @@ LINE = "_line"  # the raw line, kept through deduplication for stable tie-breaks
 ORIGINAL_ID = "_original_event_id"
 
 
-def parse(raw: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """Split lines on tabs into the 131 named fields (empty strings as NULL). Returns the
-    events (plus ``source_file`` and the raw line) and the bad rows (``line``,
-    ``source_file``, ``reason``)."""
-    parts = raw.select(
+def split_lines(raw: DataFrame) -> DataFrame:
+    """Each line's tab-separated parts and their number (the runner caches this: the events
+    and the bad rows both come from it, so the files are read and split once)."""
+    return raw.select(
         F.col("value"), F.col("source_file"), F.split(F.col("value"), "\t", -1).alias("_parts")
     ).withColumn("_n", F.size("_parts"))
+
+
+def parse(raw: DataFrame, *, split: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
+    """Split lines on tabs into the 131 named fields (empty strings as NULL). Returns the
+    events (plus ``source_file`` and the raw line) and the bad rows (``line``,
+    ``source_file``, ``reason``). ``split`` is ``split_lines(raw)`` when already made."""
+    parts = split if split is not None else split_lines(raw)
     width_ok = F.col("_n") == len(FIELDS)
     id_ok = F.col("_parts")[FIELDS.index("event_id")] != ""
     events = parts.filter(width_ok & id_ok).select(
@@ -64,25 +70,43 @@ def parse(raw: DataFrame) -> tuple[DataFrame, DataFrame]:
     return events, bad
 
 
-def dedupe_in_batch_natural(events: DataFrame) -> DataFrame:
-    """One event of each (event_id, event_fingerprint), chosen deterministically."""
-    order = Window.partitionBy("event_id", "event_fingerprint").orderBy(
-        F.col("etl_tstamp").asc_nulls_last(), F.col(LINE)
+def _repeated(events: DataFrame, keys: list[str]) -> DataFrame:
+    """The key values that occur more than once, found on a narrow projection (only the keys
+    are shuffled, never the 131 fields), flagged ``_repeated``."""
+    return (
+        events.groupBy(*keys)
+        .count()
+        .filter(F.col("count") > 1)
+        .select(*keys, F.lit(True).alias("_repeated"))
     )
-    with_fingerprint = (
-        events.filter(F.col("event_fingerprint").isNotNull())
+
+
+def dedupe_in_batch_natural(events: DataFrame) -> DataFrame:
+    """One event of each (event_id, event_fingerprint), chosen deterministically. Only the
+    few events whose pair repeats go through the window; the others pass straight on."""
+    keys = ["event_id", "event_fingerprint"]
+    with_fingerprint = events.filter(F.col("event_fingerprint").isNotNull())
+    marked = with_fingerprint.join(F.broadcast(_repeated(with_fingerprint, keys)), keys, "left")
+    order = Window.partitionBy(*keys).orderBy(F.col("etl_tstamp").asc_nulls_last(), F.col(LINE))
+    survivors = (
+        marked.filter(F.col("_repeated"))
         .withColumn("_rank", F.row_number().over(order))
         .filter(F.col("_rank") == 1)
         .drop("_rank")
     )
-    return with_fingerprint.unionByName(events.filter(F.col("event_fingerprint").isNull()))
+    return (
+        marked.filter(F.col("_repeated").isNull())
+        .unionByName(survivors)
+        .drop("_repeated")
+        .unionByName(events.filter(F.col("event_fingerprint").isNull()))
+    )
 
 
 def drop_seen_in_other_runs(events: DataFrame, seen_pairs: DataFrame) -> DataFrame:
     """Cross-batch natural: drop events whose (event_id, event_fingerprint) ``seen_pairs``
     holds (the manifest's pairs of other runs within the TTL). NULL never matches."""
     return events.join(
-        seen_pairs.select("event_id", "event_fingerprint").distinct(),
+        F.broadcast(seen_pairs.select("event_id", "event_fingerprint").distinct()),
         ["event_id", "event_fingerprint"],
         "left_anti",
     )
@@ -91,13 +115,14 @@ def drop_seen_in_other_runs(events: DataFrame, seen_pairs: DataFrame) -> DataFra
 def flag_synthetic(events: DataFrame, seen_ids: DataFrame) -> DataFrame:
     """Add ``_synthetic_in_batch`` (the id is shared with another event of the batch) and
     ``_synthetic_cross_batch`` (``seen_ids`` holds the id from another run)."""
-    shared = F.count(F.lit(1)).over(Window.partitionBy("event_id")) > 1
+    shared = _repeated(events, ["event_id"])
     seen = seen_ids.select("event_id").distinct().withColumn("_seen", F.lit(True))
     return (
-        events.withColumn("_synthetic_in_batch", shared)
-        .join(seen, "event_id", "left")
+        events.join(F.broadcast(shared), "event_id", "left")
+        .join(F.broadcast(seen), "event_id", "left")
+        .withColumn("_synthetic_in_batch", F.coalesce(F.col("_repeated"), F.lit(False)))
         .withColumn("_synthetic_cross_batch", F.coalesce(F.col("_seen"), F.lit(False)))
-        .drop("_seen")
+        .drop("_repeated", "_seen")
     )
 
 

@@ -45,8 +45,8 @@ def shred_and_dedupe(
     The runner below and the benchmark share it."""
     spark = raw.sparkSession
     counters: Counters = {f"dup_{s}": 0 for s in STRATEGIES}
-    events, bad = shred.parse(raw)
-    events = events.cache()
+    split = shred.split_lines(raw).cache()
+    events, bad = shred.parse(raw, split=split)
     counters["bad_rows"] = bad.count()
     parsed = events.count()
     counters["rows_in"] = parsed + counters["bad_rows"]

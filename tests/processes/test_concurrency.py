@@ -36,6 +36,25 @@ def in_children(target: Callable, args_list: list[tuple]) -> list:
         return pool.starmap(target, args_list)
 
 
+def queue_new_batches(upstream, steps, n: int) -> list[Batch]:
+    """``n`` new batches of ``upstream``, queued for each of ``steps`` (bulk inserts)."""
+    now = timezone.now()
+    batches = Batch.objects.bulk_create([Batch(batch_type="file") for _ in range(n)])
+    BatchConsumpQueue.objects.bulk_create(
+        BatchConsumpQueue(
+            source_batch=batch,
+            source_process=upstream,
+            process=step,
+            insert_ts=now,
+            batch_state_id=BatchState.NEW,
+            batch_marking="2026-11-21",
+        )
+        for batch in batches
+        for step in steps
+    )
+    return batches
+
+
 def _init_at(job_id: int, start_at: float) -> int | str:
     connections.close_all()
     time.sleep(max(0.0, start_at - time.time()))
@@ -90,20 +109,7 @@ def test_four_jobs_consume_2000_upstream_batches_each_exactly_once(make_job):
     upstream = make_job("upstream")
     consumers = [make_job(f"consumer{i}", upstream=[upstream]) for i in range(4)]
     steps = [steps_of(job)[0] for job in consumers]
-    now = timezone.now()
-    batches = Batch.objects.bulk_create([Batch(batch_type="file") for _ in range(2000)])
-    BatchConsumpQueue.objects.bulk_create(
-        BatchConsumpQueue(
-            source_batch=batch,
-            source_process=upstream,
-            process=step,
-            insert_ts=now,
-            batch_state_id=BatchState.NEW,
-            batch_marking="2026-11-21",
-        )
-        for batch in batches
-        for step in steps
-    )
+    batches = queue_new_batches(upstream, steps, 2000)
     start_at = time.time() + 2
     # Two processes per job: they contend on the job (104) as well as on the queue.
     args = [(job.pk, step.pk, start_at) for job, step in zip(consumers, steps, strict=True)] * 2
@@ -131,18 +137,7 @@ def test_a_killed_run_is_reaped_and_its_rows_claimed_again_with_nothing_lost(mak
     upstream = make_job("upstream")
     job = make_job("fragile", upstream=[upstream], lease_seconds=1)
     (step,) = steps_of(job)
-    now = timezone.now()
-    batches = Batch.objects.bulk_create([Batch(batch_type="file") for _ in range(50)])
-    BatchConsumpQueue.objects.bulk_create(
-        BatchConsumpQueue(
-            source_batch=b,
-            source_process=upstream,
-            process=step,
-            insert_ts=now,
-            batch_state_id=BatchState.NEW,
-        )
-        for b in batches
-    )
+    batches = queue_new_batches(upstream, [step], 50)
     connections.close_all()
     child = FORK.Process(target=_crash_mid_run, args=(job.pk, step.pk))
     child.start()
