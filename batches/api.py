@@ -30,6 +30,7 @@ QUEUE_ERRORS = {
 
 
 class QueueViewSet(viewsets.ReadOnlyModelViewSet):
+    lookup_value_regex = r"\d+"  # ids only: anything else is a 404, never a 500
     serializer_class = QueueRowSerializer
     filterset_fields = ("process", "source_process", "batch_state", "batch_marking", "target_batch")
     ordering_fields = ("id", "insert_ts", "attempts")
@@ -60,6 +61,7 @@ class QueueViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class FileViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    lookup_value_regex = r"\d+"  # ids only: anything else is a 404, never a 500
     serializer_class = FileSerializer
     filterset_fields = ("batch", "server", "path")
     ordering_fields = ("id", "creation_ts", "file_size")

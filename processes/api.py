@@ -44,6 +44,7 @@ def _body(serializer_class, request: Request) -> dict:
 
 
 class ProcessViewSet(viewsets.ReadOnlyModelViewSet):
+    lookup_value_regex = r"\d+"  # ids only: anything else is a 404, never a 500
     serializer_class = ProcessSerializer
     filterset_fields = ("bus_domain", "parent", "process_type")
     ordering_fields = ("id", "name", "add_ts")
@@ -134,6 +135,7 @@ class ProcessViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet):
+    lookup_value_regex = r"\d+"  # ids only: anything else is a 404, never a 500
     serializer_class = RunSerializer
     filterset_fields = ("process", "parent", "exec_state", "target_batch")
     ordering_fields = ("id", "start_ts", "end_ts")

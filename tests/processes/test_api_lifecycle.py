@@ -279,6 +279,12 @@ def test_invalid_input_is_400_not_500(dev, make_job):
     assert register(dev, job, "srv", server_id=999999).status_code == 400
 
 
+def test_a_non_numeric_id_is_404_not_500(dev):
+    assert post(dev, "processes/abc/init-job/").status_code == 404
+    assert post(dev, "queue/x1/requeue/").status_code == 404
+    assert dev.get("/api/v1/runs/none/").status_code == 404
+
+
 def test_openapi_schema_describes_the_lifecycle(client):
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     paths = schema["paths"]
