@@ -1,0 +1,31 @@
+"""Nothing the web process or a worker imports at start-up imports PySpark (DESIGN.md
+section 2): Spark is loaded by the Spark step kinds only, on first use."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_start_up_modules_do_not_import_pyspark():
+    script = (
+        "import django, sys\n"
+        "django.setup()\n"
+        "import bdre.urls, bdre.celery, processes.admin, processes.orchestrator, "
+        "processes.jobs, batches.admin, batches.ingest.scan, lineage.admin\n"
+        "from processes import jobs\n"
+        "jobs.get('ingest.scan'); jobs.get('python.callable')\n"
+        "print('pyspark' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"DJANGO_SETTINGS_MODULE": "bdre.settings", "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
