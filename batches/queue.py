@@ -24,7 +24,7 @@ from batches.models import (
     File,
 )
 from bdre.errors import BdreError, Code
-from processes.models import Process
+from processes.models import ExecState, InstanceExec, Process
 
 Queue = BatchConsumpQueue
 CLAIMABLE = CLAIMABLE_STATES
@@ -158,8 +158,6 @@ def register_file_once(
 def _locked_row(queue_id: int) -> BatchConsumpQueue:
     """The row, locked; 110 while a running job holds it (claimed, or failed by one of the
     run's steps and waiting for that step to be started again)."""
-    from processes.models import ExecState, InstanceExec
-
     row = Queue.objects.select_for_update().filter(pk=queue_id).first()
     if row is None:
         raise BdreError(

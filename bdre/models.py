@@ -12,10 +12,6 @@ class Role(models.TextChoices):
     DEVELOPER = "developer", "Developer"  # registers, edits, runs, terminates, requeues
     ADMIN = "admin", "Admin"  # manages members and servers, deletes
 
-    @property
-    def rank(self) -> int:
-        return _RANK[self]
-
     @classmethod
     def at_least(cls, role: Role) -> list[str]:
         """The roles that include ``role``'s rights."""

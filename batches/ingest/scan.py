@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
-import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
@@ -33,9 +32,8 @@ from django.utils import timezone
 from batches import queue
 from batches.ingest.storage import PAGE_SIZE, ObjectInfo, Storage, open_storage
 from batches.models import File, ScanState
-from processes.models import Process, ProcessLog, Property, Server
-
-log = logging.getLogger(__name__)
+from processes.jobs import StepLogger
+from processes.models import Process, Property, Server
 
 DEFAULT_IN_FLIGHT = ("*_current", "_*", ".*", "*._COPYING_")
 OVERWRITE_CHOICES = ("ignore", "reprocess")
@@ -306,14 +304,7 @@ class _Scanner:
             return ids
 
     def log(self, message_id: str, message: str) -> None:
-        log.info("%s: %s", self.step.name, message)
-        ProcessLog.objects.create(
-            process=self.step,
-            instance_exec_id=self.run_id,
-            log_category="scan",
-            message_id=message_id,
-            message=message,
-        )
+        StepLogger(self.step, self.run_id)(message_id, message, "scan")
 
     def report(self) -> None:
         self.result.listed = self.storage.stats.keys_listed

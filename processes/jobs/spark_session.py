@@ -42,11 +42,3 @@ def get_spark():
             _session = builder.getOrCreate()
             _session.sparkContext.setLogLevel("WARN")
         return _session
-
-
-def stop_spark() -> None:
-    global _session
-    with _lock:
-        if _session is not None:
-            _session.stop()
-            _session = None
