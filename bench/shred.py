@@ -34,6 +34,7 @@ from bench.common import ROOT, append_results, fresh_database, run_child
 WORK = ROOT / "var" / "bench" / "shred"
 TABLE = "batches_eventmanifest"
 COLUMNS = "(manifest, event_id, fingerprint, run_id, etl_time)"
+ROUNDS = 3
 
 
 def generate(events: int) -> tuple[Path, list[tuple[str, str]]]:
@@ -95,20 +96,30 @@ def child(events: int, manifest_rows: int, cas_sample: int) -> dict:
         F.lit((now - timedelta(days=1)).date().isoformat()).alias("etl_date"),
         F.lit(31).cast("long").alias("run_id"),
     )
-    filler.unionByName(known).write.mode("overwrite").partitionBy("etl_date", "run_id").parquet(
-        manifest.root
-    )
+    filler.unionByName(known).select(
+        *shred.hashes_of(F.col("event_id"), F.col("event_fingerprint")), "etl_date", "run_id"
+    ).write.mode("overwrite").partitionBy("etl_date", "run_id").parquet(manifest.root)
     result["manifest_build_s"] = time.perf_counter() - started
 
     raw = spark.read.text(str(path)).select("value", F.input_file_name().alias("source_file"))
     out_root = settings.BDRE_WAREHOUSE / "bench"
 
     def timed(label: str, body) -> None:
-        spark.catalog.clearCache()
-        began = time.perf_counter()
-        extra = body()
-        took = time.perf_counter() - began
-        result[label] = {"seconds": took, "events_per_s": result["lines"] / took, **(extra or {})}
+        """Best of ROUNDS runs, each from a cleared cache: the first round of a variant pays
+        for the JIT warming up on its plan and for cold manifest files."""
+        rounds, extras = [], []
+        for _ in range(ROUNDS):
+            spark.catalog.clearCache()
+            began = time.perf_counter()
+            extras.append(body() or {})
+            rounds.append(time.perf_counter() - began)
+        took = min(rounds)
+        result[label] = {
+            "seconds": took,
+            "rounds": rounds,
+            "events_per_s": result["lines"] / took,
+            **extras[rounds.index(took)],
+        }
 
     def plain():
         events_df, _bad = shred.parse(raw)
@@ -127,14 +138,16 @@ def child(events: int, manifest_rows: int, cas_sample: int) -> dict:
                 shred.entities(done.events).write.mode("overwrite").partitionBy(
                     "schema_vendor", "schema_name", "schema_version"
                 ).parquet(str(out_root / f"entities{run_id}"))
-            return {"counters": done.counters}
+            return {"counters": done.counters, "phases": done.seconds}
 
         return body
 
     spark.read.text(str(path)).count()  # warm the JVM and the page cache for all three
     timed("plain", plain)
+    # The same target batch each time: every round is a re-run, which never sees its own
+    # pairs, so each round checks against the same 10 million earlier pairs.
     timed("shred_dedup", deduped(False, 1001))
-    timed("shred_full", deduped(True, 1002))
+    timed("shred_full", deduped(True, 1001))
 
     # (b) per-event check-and-set against the database manifest.
     result["cas"] = None
@@ -192,17 +205,26 @@ def report(r: dict) -> str:
         "natural, 0.5 % synthetic duplicates, 1 % repeats of an earlier batch, against a "
         f"Parquet manifest of {r['manifest_rows']:,} pairs; Spark {r['spark_master']}.",
         "",
-        "| run | time (s) | events/s |",
+        "| run | best time (s) (each round) | events/s |",
         "|---|---|---|",
     ]
     for name, m in rows:
-        lines.append(f"| {name} | {m['seconds']:.1f} | {m['events_per_s']:,.0f} |")
+        each = ", ".join(f"{x:.1f}" for x in m["rounds"])
+        lines.append(f"| {name} | {m['seconds']:.1f} ({each}) | {m['events_per_s']:,.0f} |")
     if r["cas"]:
         c = r["cas"]
         lines.append(
             f"| (b) per-event check-and-set against the PostgreSQL manifest ({c['sample']:,} "
-            f"events timed) | {c['seconds']:.1f} | {c['events_per_s']:,.0f} |"
+            f"events timed) | {c['seconds']:.1f} (1 round) | {c['events_per_s']:,.0f} |"
         )
+    best = r["shred_dedup"]
+    phases = best["phases"] | {
+        "split the kept lines into 131 fields and write the atomic table": best["seconds"]
+        - sum(best["phases"].values())
+    }
+    lines += ["", "Where the time of the deduplicating run goes (its best round):", ""]
+    lines += ["| phase | seconds |", "|---|---|"]
+    lines += [f"| {name} | {secs:.1f} |" for name, secs in phases.items()]
     c = r["shred_dedup"]["counters"]
     ratio = r["shred_dedup"]["seconds"] / r["plain"]["seconds"]
     lines += [

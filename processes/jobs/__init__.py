@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,3 +100,11 @@ def run_step(context: JobContext) -> Counters:
     counters = get(kind)(context) or {}
     InstanceExec.objects.filter(pk=context.step_run_id).update(counters=counters)
     return counters
+
+
+def cancel_running_work() -> None:
+    """Cancel the Spark jobs of this worker process (a step whose run was terminated). Only
+    when this process has a Spark session: it never starts one, nor imports PySpark."""
+    session_module = sys.modules.get("processes.jobs.spark_session")
+    if session_module is not None:
+        session_module.cancel_all()

@@ -1,17 +1,25 @@
 """The cross-batch deduplication manifest: which (event id, fingerprint) pairs earlier runs
 saw. Two backends with one contract:
 
-``check_and_record(pairs, run_id, now)`` records the batch's pairs for run ``run_id`` and
-returns the pairs that *other* runs recorded within the TTL for the batch's event ids. A
-re-run of the same target batch (same ``run_id``) never sees its own pairs.
+``check_and_record(pairs, run_id, now)`` records the batch's pairs (``event_id``,
+``event_fingerprint``, ``event_hash``, ``pair_hash``: ``shred.keyed_lines`` makes them) for
+run ``run_id`` and returns the ``event_hash`` and ``pair_hash`` of the pairs that *other*
+runs recorded within the TTL for the batch's event ids. A re-run of the same target batch
+(same ``run_id``) never sees its own pairs.
 
 - ``DatabaseManifest``: a table in the metadata database (``EventManifest``). The insert that
   ignores conflicts is an atomic check-and-set: of two runs racing on one pair, one wins and
   the other sees it. Expired rows are deleted (by an indexed range) before the insert.
 - ``ParquetManifest``: Parquet files partitioned by ``etl_date`` and ``run_id`` under the
-  warehouse, for large volumes. Only the date partitions within the TTL are read (older ones
-  are deleted, never scanned), with a broadcast semi-join on the batch's event ids; a run's
-  own partitions are replaced when it runs again.
+  warehouse, for large volumes, holding each pair as its two 64-bit hashes (16 bytes, where
+  the strings take 68). Only the date partitions within the TTL are read (older ones are
+  deleted, never scanned), with a broadcast semi-join on the batch's id hashes; a run's own
+  partitions are replaced when it runs again. The pairs of a batch are written as they
+  come (after in-batch natural deduplication they are distinct already), less those another
+  run recorded.
+
+With both, the TTL counts from the first time a pair was seen: a repeat dropped as a
+duplicate does not extend it.
 """
 
 from __future__ import annotations
@@ -25,8 +33,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from batches.models import EventManifest
+from processes.jobs.shred import HASHES, hashes_of
 
 PAIR_SCHEMA = "event_id string, event_fingerprint string"
+HASH_SCHEMA = "event_hash long, pair_hash long"
 CHUNK = 5_000
 
 
@@ -55,7 +65,8 @@ class DatabaseManifest:
                 chunk = []
         if chunk:
             seen += self._check_and_set(chunk, run_id, now)
-        return self.spark.createDataFrame(seen, PAIR_SCHEMA)
+        pairs_seen = self.spark.createDataFrame(seen, PAIR_SCHEMA)
+        return pairs_seen.select(*hashes_of(F.col("event_id"), F.col("event_fingerprint"))).cache()
 
     @transaction.atomic
     def _check_and_set(
@@ -113,32 +124,33 @@ class ParquetManifest:
 
     def check_and_record(self, pairs: DataFrame, run_id: int, now: datetime) -> DataFrame:
         live = self.prune(now)
-        seen = self.spark.createDataFrame([], PAIR_SCHEMA)
+        seen = self.spark.createDataFrame([], HASH_SCHEMA)
         if live:
-            ids = pairs.select("event_id").distinct()
-            stored = (
+            # Two long columns are read and probed; the batch's id hashes are broadcast
+            # (8 bytes an event).
+            seen = (
                 self.spark.read.option("basePath", self.root)
                 .parquet(*live)
                 .filter(F.col("run_id") != run_id)
+                .select(*HASHES)
+                .join(F.broadcast(pairs.select("event_hash")), "event_hash", "left_semi")
+                .cache()
             )
-            seen = stored.join(F.broadcast(ids), "event_id", "left_semi").select(
-                "event_id", "event_fingerprint"
-            )
-            # Materialise before this run's own partition is written below.
-            seen = self.spark.createDataFrame(seen.collect(), PAIR_SCHEMA)
+            seen.count()  # read now, before this run's own partition is replaced below
         for _date, path in self._date_dirs():
             own = self._Path(f"{path}/run_id={run_id}")
             if self.fs.exists(own):
                 self.fs.delete(own, True)
+        # Like the database's insert that ignores conflicts, a pair another run recorded is
+        # not recorded again: the TTL counts from the first time a pair was seen.
         (
-            pairs.filter(F.col("event_fingerprint").isNotNull())
-            .select("event_id", "event_fingerprint")
-            .distinct()
-            .withColumn("etl_date", F.lit(now.date().isoformat()))
-            .withColumn("run_id", F.lit(run_id).cast("long"))
-            .write.mode("append")
-            .partitionBy("etl_date", "run_id")
-            .parquet(self.root)
+            pairs.filter(F.col("pair_hash").isNotNull())
+            .select(*HASHES)
+            .join(F.broadcast(seen.select("pair_hash")), "pair_hash", "left_anti")
+            # Straight into the run's partition folder: one date and one run, so no
+            # partitioned write (which sorts the rows by partition first) is needed.
+            .write.mode("overwrite")
+            .parquet(f"{self.root}/etl_date={now.date().isoformat()}/run_id={run_id}")
         )
         return seen
 

@@ -31,34 +31,86 @@ LINE = "_line"  # the raw line, kept through deduplication for stable tie-breaks
 ORIGINAL_ID = "_original_event_id"
 
 
-def split_lines(raw: DataFrame) -> DataFrame:
-    """Each line's tab-separated parts and their number (the runner caches this: the events
-    and the bad rows both come from it, so the files are read and split once)."""
+KEYS = ["event_id", "event_fingerprint"]
+HASHES = ["event_hash", "pair_hash"]  # 64-bit hashes of the id and of the pair
+ROW = "_row"  # a line's number within the run, for joining decisions back to lines
+_EVENT_ID, _ETL, _FINGERPRINT = (
+    FIELDS.index("event_id"),
+    FIELDS.index("etl_tstamp"),
+    FIELDS.index("event_fingerprint"),
+)
+
+
+def _field(parts: Column, index: int) -> Column:
+    """Field ``index`` of a split line, NULL when empty or missing (short lines are bad rows
+    but still pass through here, so no index may fail under ANSI mode)."""
+    value = F.try_element_at(parts, F.lit(index + 1))
+    return F.when(value == "", None).otherwise(value)
+
+
+def _numbered(raw: DataFrame) -> DataFrame:
+    """The raw lines with their number ``_row`` and their tab-separated ``_parts``. The number
+    is taken straight over the file scan, so a second read of the same files numbers every
+    line the same way: the decisions taken on the first read are joined back on it."""
     return raw.select(
-        F.col("value"), F.col("source_file"), F.split(F.col("value"), "\t", -1).alias("_parts")
-    ).withColumn("_n", F.size("_parts"))
-
-
-def parse(raw: DataFrame, *, split: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
-    """Split lines on tabs into the 131 named fields (empty strings as NULL). Returns the
-    events (plus ``source_file`` and the raw line) and the bad rows (``line``,
-    ``source_file``, ``reason``). ``split`` is ``split_lines(raw)`` when already made."""
-    parts = split if split is not None else split_lines(raw)
-    width_ok = F.col("_n") == len(FIELDS)
-    id_ok = F.col("_parts")[FIELDS.index("event_id")] != ""
-    events = parts.filter(width_ok & id_ok).select(
-        *[
-            F.when(F.col("_parts")[i] == "", None).otherwise(F.col("_parts")[i]).alias(name)
-            for i, name in enumerate(FIELDS)
-        ],
+        F.col("value"),
         F.col("source_file"),
-        F.col("value").alias(LINE),
+        F.monotonically_increasing_id().alias(ROW),
+        F.split(F.col("value"), "\t", -1).alias("_parts"),
     )
-    bad = parts.filter(~(width_ok & id_ok)).select(
+
+
+def _well_formed(parts: Column) -> Column:
+    return (F.size(parts) == len(FIELDS)) & _field(parts, _EVENT_ID).isNotNull()
+
+
+def keyed_lines(raw: DataFrame) -> DataFrame:
+    """Each line's number, field count, the three fields deduplication needs, and the line
+    itself only when it is a bad row. The runner caches this narrow frame (a few bytes a
+    line): every decision is taken on it, and the good lines are read again, once, to be
+    split into their 131 fields and written."""
+    parts = F.col("_parts")
+    return (
+        _numbered(raw)
+        .select(
+            F.when(~_well_formed(parts), F.col("value")).alias("value"),
+            F.col("source_file"),
+            F.col(ROW),
+            F.size(parts).alias("_n"),
+            _field(parts, _EVENT_ID).alias("event_id"),
+            _field(parts, _FINGERPRINT).alias("event_fingerprint"),
+            _field(parts, _ETL).alias("etl_tstamp"),
+            F.xxhash64(F.col("value")).alias("_hash"),
+        )
+        .select("*", *hashes_of(F.col("event_id"), F.col("event_fingerprint")))
+    )
+
+
+def hashes_of(event_id: Column, fingerprint: Column) -> list[Column]:
+    """``event_hash`` and ``pair_hash`` (NULL without a fingerprint: a null fingerprint is
+    never a duplicate). The manifest and the cross-batch decisions compare these: the chance
+    that a different pair matches both is about 2^-128 a comparison."""
+    return [
+        F.xxhash64(event_id).alias("event_hash"),
+        F.when(fingerprint.isNotNull(), F.xxhash64(event_id, fingerprint)).alias("pair_hash"),
+    ]
+
+
+def _is_good() -> Column:
+    return (F.col("_n") == len(FIELDS)) & F.col("event_id").isNotNull()
+
+
+def good_lines(keyed: DataFrame) -> DataFrame:
+    return keyed.filter(_is_good())
+
+
+def bad_rows(keyed: DataFrame) -> DataFrame:
+    """Lines without 131 fields or without an event id: ``line``, ``source_file``, ``reason``."""
+    return keyed.filter(~_is_good()).select(
         F.col("value").alias("line"),
         F.col("source_file"),
         F.when(
-            ~width_ok,
+            F.col("_n") != len(FIELDS),
             F.concat(
                 F.lit(f"expected {len(FIELDS)} tab-separated fields, found "),
                 F.col("_n").cast("string"),
@@ -67,63 +119,148 @@ def parse(raw: DataFrame, *, split: DataFrame | None = None) -> tuple[DataFrame,
         .otherwise(F.lit("event_id is empty"))
         .alias("reason"),
     )
-    return events, bad
 
 
-def _repeated(events: DataFrame, keys: list[str]) -> DataFrame:
-    """The key values that occur more than once, found on a narrow projection (only the keys
-    are shuffled, never the 131 fields), flagged ``_repeated``."""
-    return (
-        events.groupBy(*keys)
-        .count()
-        .filter(F.col("count") > 1)
-        .select(*keys, F.lit(True).alias("_repeated"))
+def _events_of(numbered: DataFrame) -> DataFrame:
+    """The 131 named fields of the well-formed lines of ``_numbered`` output, plus
+    ``source_file``, the raw line and any other column whose name starts with an
+    underscore."""
+    parts = F.col("_parts")
+    extra = [c for c in numbered.columns if c.startswith("_") and c not in ("_parts", ROW)]
+    return numbered.filter(_well_formed(parts)).select(
+        *[_field(parts, i).alias(name) for i, name in enumerate(FIELDS)],
+        F.col("source_file"),
+        F.col("value").alias(LINE),
+        *extra,
     )
 
 
-def dedupe_in_batch_natural(events: DataFrame) -> DataFrame:
-    """One event of each (event_id, event_fingerprint), chosen deterministically. Only the
-    few events whose pair repeats go through the window; the others pass straight on."""
-    keys = ["event_id", "event_fingerprint"]
-    with_fingerprint = events.filter(F.col("event_fingerprint").isNotNull())
-    marked = with_fingerprint.join(F.broadcast(_repeated(with_fingerprint, keys)), keys, "left")
-    order = Window.partitionBy(*keys).orderBy(F.col("etl_tstamp").asc_nulls_last(), F.col(LINE))
-    survivors = (
-        marked.filter(F.col("_repeated"))
+def parse(raw: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Split lines on tabs into the 131 named fields (empty strings as NULL). Returns the
+    events (plus ``source_file`` and the raw line) and the bad rows (``line``,
+    ``source_file``, ``reason``). No deduplication."""
+    return _events_of(_numbered(raw)), bad_rows(keyed_lines(raw))
+
+
+def _repeated(rows: DataFrame, keys: list[str]) -> DataFrame:
+    """The key values that occur more than once (only the keys are shuffled)."""
+    return rows.groupBy(*keys).count().filter(F.col("count") > 1).select(*keys)
+
+
+def sharing_an_id(good: DataFrame) -> DataFrame:
+    """The lines whose event id another line of the batch has: the only lines in-batch
+    deduplication has to look at (a few percent of a batch; the runner caches them). Only
+    the ids are shuffled to find them."""
+    repeated = _repeated(good.select("event_hash"), ["event_hash"])
+    return good.join(F.broadcast(repeated), "event_hash", "left_semi")
+
+
+def in_batch_natural_losers(candidates: DataFrame) -> DataFrame:
+    """In-batch natural: the rows (``_row``) to drop so that one line of each (event_id,
+    event_fingerprint) is kept: the smallest ``etl_tstamp``, then the smallest hash of the
+    line, then the source file, whatever the input order (byte-identical lines of one file
+    are interchangeable). A null fingerprint is never a duplicate. ``candidates`` are the
+    good lines, or only those ``sharing_an_id``."""
+    with_fingerprint = candidates.filter(F.col("event_fingerprint").isNotNull())
+    repeated = _repeated(with_fingerprint.select(*KEYS), KEYS)
+    order = Window.partitionBy(*KEYS).orderBy(
+        F.col("etl_tstamp").asc_nulls_last(), "_hash", "source_file", ROW
+    )
+    return (
+        with_fingerprint.join(F.broadcast(repeated), KEYS, "left_semi")
         .withColumn("_rank", F.row_number().over(order))
-        .filter(F.col("_rank") == 1)
-        .drop("_rank")
+        .filter(F.col("_rank") > 1)
+        .select(ROW)
     )
+
+
+def without(rows: DataFrame, dropped: DataFrame) -> DataFrame:
+    """``rows`` less the ``_row`` numbers of ``dropped`` (a small frame, broadcast)."""
+    return rows.join(F.broadcast(dropped.select(ROW)), ROW, "left_anti")
+
+
+def decide(
+    good: DataFrame,
+    candidates: DataFrame,
+    natural: DataFrame,
+    seen: DataFrame,
+    *,
+    cross_batch_natural: bool = True,
+    cross_batch_synthetic: bool = True,
+    in_batch_synthetic: bool = True,
+) -> DataFrame:
+    """What happens to each line that does not pass through unchanged: ``_row``, ``_drop``
+    (the strategy that drops it) and the flags ``_synthetic_in_batch`` and
+    ``_synthetic_cross_batch`` (it keeps its data under a new id).
+
+    ``candidates`` are the lines ``sharing_an_id``, ``natural`` the in-batch natural losers,
+    ``seen`` the ``event_hash`` and ``pair_hash`` of the pairs other runs recorded.
+    Cross-batch natural drops a line whose pair ``seen`` holds (a NULL fingerprint never
+    matches); cross-batch synthetic flags a line whose id ``seen`` holds with another
+    fingerprint (or with any, when cross-batch natural is off); in-batch synthetic flags
+    every line left whose event id another line left shares. One pass over ``good`` (a join
+    with the small ``seen``); the rest works on small frames. The result has a row per
+    affected line."""
+    seen_ids = seen.groupBy("event_hash").agg(F.collect_set("pair_hash").alias("_seen_pairs"))
+    hits = without(
+        good.select(ROW, *HASHES).join(F.broadcast(seen_ids), "event_hash"), natural
+    ).cache()
+    pair_seen = F.coalesce(F.array_contains("_seen_pairs", F.col("pair_hash")), F.lit(False))
+    crossed = hits.filter(pair_seen) if cross_batch_natural else hits.limit(0)
+    if not cross_batch_synthetic:
+        seen_elsewhere = hits.limit(0)
+    elif cross_batch_natural:
+        seen_elsewhere = hits.filter(~pair_seen)
+    else:
+        seen_elsewhere = hits
+    left = without(without(candidates.select(ROW, "event_id"), natural), crossed)
+    shared = (
+        left.join(F.broadcast(_repeated(left.select("event_id"), ["event_id"])), "event_id")
+        if in_batch_synthetic
+        else left.limit(0)
+    )
+
+    def marked(rows: DataFrame, drop: str | None, in_batch: bool, cross: bool) -> DataFrame:
+        return rows.select(
+            ROW,
+            F.lit(drop).cast("string").alias("_drop"),
+            F.lit(in_batch).alias("_synthetic_in_batch"),
+            F.lit(cross).alias("_synthetic_cross_batch"),
+        )
+
     return (
-        marked.filter(F.col("_repeated").isNull())
-        .unionByName(survivors)
-        .drop("_repeated")
-        .unionByName(events.filter(F.col("event_fingerprint").isNull()))
+        marked(natural, "in_batch_natural", False, False)
+        .unionByName(marked(crossed, "cross_batch_natural", False, False))
+        .unionByName(marked(shared, None, True, False))
+        .unionByName(marked(seen_elsewhere, None, False, True))
+        .groupBy(ROW)
+        .agg(
+            F.max("_drop").alias("_drop"),
+            F.bool_or("_synthetic_in_batch").alias("_synthetic_in_batch"),
+            F.bool_or("_synthetic_cross_batch").alias("_synthetic_cross_batch"),
+        )
     )
 
 
-def drop_seen_in_other_runs(events: DataFrame, seen_pairs: DataFrame) -> DataFrame:
-    """Cross-batch natural: drop events whose (event_id, event_fingerprint) ``seen_pairs``
-    holds (the manifest's pairs of other runs within the TTL). NULL never matches."""
-    return events.join(
-        F.broadcast(seen_pairs.select("event_id", "event_fingerprint").distinct()),
-        ["event_id", "event_fingerprint"],
-        "left_anti",
+def apply_decisions(raw: DataFrame, decisions: DataFrame, run_id: int) -> DataFrame:
+    """Read the lines again and keep the events the decisions do not drop, with their 131
+    fields, synthetic duplicates rewritten (new id and a ``duplicate`` context, the original
+    id in ``_original_event_id``), and the two flags. ``decisions`` is small (one row per
+    affected line): it is joined without moving the lines."""
+    lines = (
+        _numbered(raw)
+        .join(decisions, ROW, "left")
+        .filter(F.col("_drop").isNull())
+        .select(
+            "value",
+            "source_file",
+            ROW,
+            "_parts",
+            F.coalesce("_synthetic_in_batch", F.lit(False)).alias("_synthetic_in_batch"),
+            F.coalesce("_synthetic_cross_batch", F.lit(False)).alias("_synthetic_cross_batch"),
+        )
     )
-
-
-def flag_synthetic(events: DataFrame, seen_ids: DataFrame) -> DataFrame:
-    """Add ``_synthetic_in_batch`` (the id is shared with another event of the batch) and
-    ``_synthetic_cross_batch`` (``seen_ids`` holds the id from another run)."""
-    shared = _repeated(events, ["event_id"])
-    seen = seen_ids.select("event_id").distinct().withColumn("_seen", F.lit(True))
-    return (
-        events.join(F.broadcast(shared), "event_id", "left")
-        .join(F.broadcast(seen), "event_id", "left")
-        .withColumn("_synthetic_in_batch", F.coalesce(F.col("_repeated"), F.lit(False)))
-        .withColumn("_synthetic_cross_batch", F.coalesce(F.col("_seen"), F.lit(False)))
-        .drop("_repeated", "_seen")
-    )
+    return rewrite_synthetic(_events_of(lines), run_id)
 
 
 def _uuid_from(digest: Column) -> Column:

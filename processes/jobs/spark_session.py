@@ -42,3 +42,10 @@ def get_spark():
             _session = builder.getOrCreate()
             _session.sparkContext.setLogLevel("WARN")
         return _session
+
+
+def cancel_all() -> None:
+    """Cancel every running Spark job of this process's session, if it has one."""
+    session = _session
+    if session is not None and session.sparkContext._jsc is not None:
+        session.sparkContext.cancelAllJobs()

@@ -12,6 +12,7 @@ events, deduplicated (DESIGN.md section 6). Properties:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from django.utils import timezone
@@ -36,50 +37,80 @@ class Shredded:
     events: DataFrame  # deduplicated, with new ids for synthetic duplicates
     bad: DataFrame
     counters: Counters = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)  # time of each phase
 
 
 def shred_and_dedupe(
     raw: DataFrame, *, run_id: int, manifest: Manifest | None, enabled: dict[str, bool]
 ) -> Shredded:
     """Parse and deduplicate raw lines (``value``, ``source_file``); counts every strategy.
-    The runner below and the benchmark share it."""
+    The runner below and the benchmark share it.
+
+    The lines are cached once with their three key fields; every decision is taken on those
+    narrow columns (a few shuffles of ids and fingerprints, never of the 131 fields), and the
+    events are split out in the single pass that writes them."""
     spark = raw.sparkSession
-    counters: Counters = {f"dup_{s}": 0 for s in STRATEGIES}
-    split = shred.split_lines(raw).cache()
-    events, bad = shred.parse(raw, split=split)
-    counters["bad_rows"] = bad.count()
-    parsed = events.count()
-    counters["rows_in"] = parsed + counters["bad_rows"]
-    kept = events
-    if enabled["in_batch_natural"]:
-        kept = shred.dedupe_in_batch_natural(events).cache()
-        counters["dup_in_batch_natural"] = parsed - kept.count()
-    seen = spark.createDataFrame([], "event_id string, event_fingerprint string")
+    clock = Clock()
+    keyed = shred.keyed_lines(raw).cache()
+    totals = keyed.agg(
+        F.count(F.lit(1)).alias("lines"), F.count_if(F.col("value").isNotNull()).alias("bad")
+    ).first()
+    clock.lap("read, split and key the lines")
+    good = shred.good_lines(keyed)
+    no_rows = spark.createDataFrame([], f"{shred.ROW} long")
+    in_batch = enabled["in_batch_natural"] or enabled["in_batch_synthetic"]
+    candidates = shred.sharing_an_id(good).cache() if in_batch else good.limit(0)
+    natural = (
+        shred.in_batch_natural_losers(candidates).cache()
+        if enabled["in_batch_natural"]
+        else no_rows
+    )
+    natural.count()
+    clock.lap("in-batch: lines sharing an id, natural losers")
+    seen = spark.createDataFrame([], "event_hash long, pair_hash long")
     if manifest is not None and (
         enabled["cross_batch_natural"] or enabled["cross_batch_synthetic"]
     ):
-        seen = manifest.check_and_record(
-            kept.select("event_id", "event_fingerprint"), run_id, timezone.now()
-        ).cache()
-    if enabled["cross_batch_natural"]:
-        before = kept.count()
-        kept = shred.drop_seen_in_other_runs(kept, seen).cache()
-        counters["dup_cross_batch_natural"] = before - kept.count()
-    flagged = shred.flag_synthetic(
-        kept, seen if enabled["cross_batch_synthetic"] else seen.limit(0)
-    )
-    if not enabled["in_batch_synthetic"]:
-        flagged = flagged.withColumn("_synthetic_in_batch", F.lit(False))
-    out = shred.rewrite_synthetic(flagged, run_id).cache()
-    totals = out.agg(
-        F.count(F.lit(1)).alias("rows"),
-        F.sum(F.col("_synthetic_in_batch").cast("int")).alias("in_batch"),
-        F.sum(F.col("_synthetic_cross_batch").cast("int")).alias("cross_batch"),
+        pairs = shred.without(good.select(shred.ROW, *shred.KEYS, *shred.HASHES), natural)
+        seen = manifest.check_and_record(pairs, run_id, timezone.now())
+    clock.lap("manifest: check and record")
+    decisions = shred.decide(
+        good,
+        candidates,
+        natural,
+        seen,
+        cross_batch_natural=enabled["cross_batch_natural"],
+        cross_batch_synthetic=enabled["cross_batch_synthetic"],
+        in_batch_synthetic=enabled["in_batch_synthetic"],
+    ).cache()
+    tally = decisions.agg(
+        *[F.count_if(F.col("_drop") == s).alias(s) for s in STRATEGIES[:2]],
+        F.count_if(F.col("_drop").isNull() & F.col("_synthetic_in_batch")).alias(STRATEGIES[2]),
+        F.count_if(F.col("_drop").isNull() & F.col("_synthetic_cross_batch")).alias(STRATEGIES[3]),
     ).first()
-    counters["rows_out"] = int(totals["rows"])
-    counters["dup_in_batch_synthetic"] = int(totals["in_batch"] or 0)
-    counters["dup_cross_batch_synthetic"] = int(totals["cross_batch"] or 0)
-    return Shredded(out, bad, counters)
+    clock.lap("cross-batch and synthetic decisions")
+    counters: Counters = {f"dup_{s}": int(tally[s] or 0) for s in STRATEGIES}
+    counters["bad_rows"] = int(totals["bad"])
+    counters["rows_in"] = int(totals["lines"])
+    counters["rows_out"] = (
+        counters["rows_in"]
+        - counters["bad_rows"]
+        - counters["dup_in_batch_natural"]
+        - counters["dup_cross_batch_natural"]
+    )
+    events = shred.apply_decisions(raw, decisions, run_id)
+    return Shredded(events, shred.bad_rows(keyed), counters, clock.laps)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = now - self._last
+        self._last = now
 
 
 def manifest_of(spark, dedup: dict[str, str], enabled: dict[str, bool]) -> Manifest | None:

@@ -8,6 +8,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from processes.jobs import shred
 from processes.jobs.enriched_fields import FIELDS
+from processes.jobs.spark_shred import STRATEGIES, shred_and_dedupe
 from tests.data.enriched import EventFactory, line_of
 
 
@@ -57,6 +58,28 @@ def test_lines_split_exactly_on_tabs_and_bad_lines_keep_their_reason(spark):
     )
 
 
+class FixedManifest:
+    """A manifest whose other runs saw exactly ``pairs``; records nothing."""
+
+    def __init__(self, spark, pairs: list[tuple[str, str | None]]):
+        frame = spark.createDataFrame(pairs, "event_id string, event_fingerprint string")
+        self.seen = frame.select(*shred.hashes_of(frame.event_id, frame.event_fingerprint))
+        self.recorded = None
+
+    def check_and_record(self, pairs, run_id, now):
+        self.recorded = sorted(tuple(r) for r in pairs.select(*shred.KEYS).collect())
+        return self.seen
+
+
+def dedupe(spark, lines, *, seen=(), run_id=1, only=None):
+    """Shred and deduplicate ``lines`` against a manifest holding ``seen``, with only the
+    strategies named in ``only`` (all by default)."""
+    enabled = {s: only is None or s in only for s in STRATEGIES}
+    return shred_and_dedupe(
+        raw(spark, lines), run_id=run_id, manifest=FixedManifest(spark, list(seen)), enabled=enabled
+    )
+
+
 def test_in_batch_natural_keeps_the_earliest_copy_and_never_merges_null_fingerprints(spark):
     lines = [
         event("e1", "f1", "2026-11-20 09:00:02.000"),
@@ -66,42 +89,59 @@ def test_in_batch_natural_keeps_the_earliest_copy_and_never_merges_null_fingerpr
         event("e2", None, "2026-11-20 09:00:01.000"),
         event("e3", "f3"),
     ]
-    events, _ = shred.parse(raw(spark, lines))
-    kept = shred.dedupe_in_batch_natural(events)
-    assert ids(kept) == [
+    done = dedupe(spark, lines, only={"in_batch_natural"})
+    assert ids(done.events) == [
         ("e1", "f1", "2026-11-20 09:00:01.000"),
         ("e2", None, "2026-11-20 09:00:01.000"),
         ("e2", None, "2026-11-20 09:00:01.000"),
         ("e3", "f3", "2026-11-20 09:00:00.000"),
     ]
+    assert done.counters["dup_in_batch_natural"] == 2
+    assert done.counters["rows_out"] == 4
+
+
+def test_natural_losers_are_the_later_copies(spark):
+    lines = [
+        event("e1", "f1", "2026-11-20 09:00:02.000"),
+        event("e1", "f1", "2026-11-20 09:00:01.000"),
+        event("e2", "f2"),
+    ]
+    keyed = shred.keyed_lines(raw(spark, lines)).cache()
+    losers = shred.in_batch_natural_losers(shred.good_lines(keyed))
+    (loser,) = keyed.join(losers, shred.ROW, "left_semi").collect()
+    assert loser["etl_tstamp"] == "2026-11-20 09:00:02.000"
 
 
 def test_the_surviving_copy_is_the_same_whatever_the_input_order(spark):
-    a = event("e1", "f1", "2026-11-20 09:00:01.000", page_url="https://a")
-    b = event("e1", "f1", "2026-11-20 09:00:01.000", page_url="https://b")
-    for lines in ([a, b], [b, a]):
-        events, _ = shred.parse(raw(spark, lines))
-        (row,) = shred.dedupe_in_batch_natural(events).collect()
-        assert row["page_url"] == "https://a"
+    copies = [event("e1", "f1", "2026-11-20 09:00:01.000", page_url=f"https://{c}") for c in "abcd"]
+    survivors = {
+        dedupe(spark, order).events.collect()[0]["page_url"]
+        for order in (copies, copies[::-1], copies[1:] + copies[:1], copies[2:] + copies[:2])
+    }
+    assert len(survivors) == 1
 
 
 def test_cross_batch_natural_drops_pairs_seen_in_other_runs(spark):
-    events, _ = shred.parse(raw(spark, [event("e1", "f1"), event("e2", "f2"), event("e3", None)]))
-    seen = spark.createDataFrame(
-        [("e1", "f1"), ("e2", "other"), ("e3", None)], "event_id string, event_fingerprint string"
-    )
-    kept = shred.drop_seen_in_other_runs(events, seen)
-    assert sorted(r["event_id"] for r in kept.collect()) == ["e2", "e3"]
+    lines = [event("e1", "f1"), event("e2", "f2"), event("e3", None)]
+    seen = [("e1", "f1"), ("e2", "other"), ("e3", None)]
+    done = dedupe(spark, lines, seen=seen, only={"cross_batch_natural"})
+    assert sorted(r["event_id"] for r in done.events.collect()) == ["e2", "e3"]
+    assert done.counters["dup_cross_batch_natural"] == 1
+
+
+def test_the_manifest_gets_the_pairs_left_after_in_batch_deduplication(spark):
+    lines = [event("e1", "f1"), event("e1", "f1", "2026-11-20 10:00:00.000"), event("e2", None)]
+    manifest = FixedManifest(spark, [])
+    enabled = dict.fromkeys(STRATEGIES, True)
+    shred_and_dedupe(raw(spark, lines), run_id=1, manifest=manifest, enabled=enabled)
+    assert manifest.recorded == [("e1", "f1"), ("e2", None)]
 
 
 def test_synthetic_duplicates_get_deterministic_new_ids_and_a_duplicate_context(spark):
-    events, _ = shred.parse(
-        raw(spark, [event("e1", "fa"), event("e1", "fb"), event("e2", "f2"), event("e3", "f3")])
-    )
-    seen_ids = spark.createDataFrame([("e3",)], "event_id string")
-    flagged = shred.flag_synthetic(events, seen_ids)
-    rewritten = shred.rewrite_synthetic(flagged, run_id=42).cache()
-    rows = {r["event_fingerprint"]: r for r in rewritten.collect()}
+    lines = [event("e1", "fa"), event("e1", "fb"), event("e2", "f2"), event("e3", "f3")]
+    seen = [("e3", "older")]
+    done = dedupe(spark, lines, seen=seen, run_id=42)
+    rows = {r["event_fingerprint"]: r for r in done.events.collect()}
     assert rows["f2"]["event_id"] == "e2"
     assert rows["f2"]["derived_contexts"] is None
     new_ids = {rows[f]["event_id"] for f in ("fa", "fb", "f3")}
@@ -114,6 +154,7 @@ def test_synthetic_duplicates_get_deterministic_new_ids_and_a_duplicate_context(
             "data": {"originalEventId": "e1"},
         }
     ]
+    assert rows["fa"][shred.ORIGINAL_ID] == "e1"
     assert (rows["fa"]["_synthetic_in_batch"], rows["fa"]["_synthetic_cross_batch"]) == (
         True,
         False,
@@ -122,10 +163,21 @@ def test_synthetic_duplicates_get_deterministic_new_ids_and_a_duplicate_context(
         False,
         True,
     )
-    again = shred.rewrite_synthetic(shred.flag_synthetic(events, seen_ids), run_id=42)
+    assert done.counters["dup_in_batch_synthetic"] == 2
+    assert done.counters["dup_cross_batch_synthetic"] == 1
+    assert done.counters["rows_out"] == 4
+    again = dedupe(spark, list(reversed(lines)), seen=seen, run_id=42).events
     assert {r["event_id"] for r in again.collect()} == {r["event_id"] for r in rows.values()}
-    other_run = shred.rewrite_synthetic(shred.flag_synthetic(events, seen_ids), run_id=43)
+    other_run = dedupe(spark, lines, seen=seen, run_id=43).events
     assert {r["event_id"] for r in other_run.collect()} != {r["event_id"] for r in rows.values()}
+
+
+def test_switched_off_synthetic_strategies_keep_the_ids(spark):
+    lines = [event("e1", "fa"), event("e1", "fb"), event("e3", "f3")]
+    done = dedupe(spark, lines, seen=[("e3", "older")], only={"in_batch_natural"})
+    assert sorted(r["event_id"] for r in done.events.collect()) == ["e1", "e1", "e3"]
+    assert done.counters["dup_in_batch_synthetic"] == 0
+    assert done.counters["dup_cross_batch_synthetic"] == 0
 
 
 def test_a_duplicate_context_is_appended_to_existing_derived_contexts(spark):
@@ -136,17 +188,8 @@ def test_a_duplicate_context_is_appended_to_existing_derived_contexts(spark):
         }
     )
     empty = json.dumps({"schema": shred.CONTEXTS_SCHEMA, "data": []})
-    events, _ = shred.parse(
-        raw(
-            spark,
-            [
-                event("e1", "fa", derived_contexts=derived),
-                event("e1", "fb", derived_contexts=empty),
-            ],
-        )
-    )
-    none_seen = spark.createDataFrame([], "event_id string")
-    rows = shred.rewrite_synthetic(shred.flag_synthetic(events, none_seen), 1).collect()
+    lines = [event("e1", "fa", derived_contexts=derived), event("e1", "fb", derived_contexts=empty)]
+    rows = dedupe(spark, lines).events.collect()
     by_fp = {r["event_fingerprint"]: json.loads(r["derived_contexts"]) for r in rows}
     assert [c["schema"] for c in by_fp["fa"]["data"]] == [
         "iglu:a/b/jsonschema/1-0-0",
