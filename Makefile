@@ -33,9 +33,10 @@ format: install
 migrate: install
 	$(PY) manage.py migrate --noinput
 
+# Sets up the demo, runs the pipeline through an embedded Celery worker with Beat (filesystem
+# broker, SQLite), prints what happened, then serves the UI while the worker keeps running.
 demo: migrate
-	$(PY) manage.py demo
-	$(PY) manage.py runserver 127.0.0.1:8000
+	$(PY) manage.py demo --serve
 
 clean:
 	rm -rf $(VENV) var

@@ -13,7 +13,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from bdre.env import env_bool, env_int, env_list, env_str
+from bdre.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("BDRE_VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -170,6 +170,9 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "processed_folder": str(CELERY_BROKER_DIR / "processed"),
         "control_folder": str(CELERY_BROKER_DIR / "control"),
         "store_processed": False,
+        # The folder is polled; each hop of a job (run, then each step) waits for the next
+        # poll, so the default of a second would add seconds to every job.
+        "polling_interval": env_float("CELERY_FILESYSTEM_POLL_SECONDS", 0.1),
     }
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", "") or None
 CELERY_TASK_IGNORE_RESULT = CELERY_RESULT_BACKEND is None
@@ -177,6 +180,11 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Spark steps have a queue of their own, for workers sized (and placed) for Spark.
+BDRE_QUEUE = env_str("BDRE_QUEUE", "celery")
+BDRE_SPARK_QUEUE = env_str("BDRE_SPARK_QUEUE", "spark")
+CELERY_TASK_DEFAULT_QUEUE = BDRE_QUEUE
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 
@@ -188,6 +196,11 @@ SPARK_DRIVER_MEMORY = env_str("SPARK_DRIVER_MEMORY", "2g")
 # A running instance without a lease (written by hand) expires this long after its last sign
 # of life; runs created by init_job carry their process's lease_seconds.
 BDRE_DEFAULT_LEASE_SECONDS = env_int("BDRE_DEFAULT_LEASE_SECONDS", 3600)
+# How often a worker renews the leases of the run and step it is working on (and notices
+# that the run was terminated); keep it well under the processes' lease_seconds.
+BDRE_HEARTBEAT_SECONDS = env_float("BDRE_HEARTBEAT_SECONDS", 10.0)
+# The reaper of expired runs, scheduled in Beat.
+BDRE_REAPER_SECONDS = env_int("BDRE_REAPER_SECONDS", 60)
 BDRE_WAREHOUSE = Path(env_str("BDRE_WAREHOUSE", str(VAR_DIR / "warehouse"))).resolve()
 
 # --- Logging ------------------------------------------------------------------------------

@@ -53,11 +53,15 @@ def fresh_database(backend: str, name: str) -> str:
     return f"postgres://postgres@127.0.0.1:5432/bench_{name}"
 
 
-def run_child(script: Path, database_url: str, args: list[str]) -> dict:
+def run_child(
+    script: Path, database_url: str, args: list[str], *, keep_broker: bool = False
+) -> dict:
     """Run the benchmark body in its own interpreter (one Django set-up per database); it
-    prints its results as JSON on its last line."""
+    prints its results as JSON on its last line. The broker is the embedded one unless
+    ``keep_broker``."""
     env = dict(os.environ, DATABASE_URL=database_url, DJANGO_SETTINGS_MODULE="bdre.settings")
-    env.pop("CELERY_BROKER_URL", None)
+    if not keep_broker:
+        env.pop("CELERY_BROKER_URL", None)
     out = subprocess.run(
         [sys.executable, str(script), *args],
         cwd=ROOT,

@@ -13,7 +13,7 @@ from batches.serializers import FileSerializer
 from bdre.access import Role, scope
 from bdre.api import ErrorSerializer, acting_on
 from bdre.errors import Code
-from processes import lifecycle
+from processes import lifecycle, orchestrator, schedules
 from processes.models import InstanceExec, Process
 from processes.serializers import (
     FilesBetweenInput,
@@ -24,8 +24,11 @@ from processes.serializers import (
     InitStepInput,
     InitStepResultSerializer,
     ProcessSerializer,
+    RunQueuedSerializer,
     RunSerializer,
+    ScheduleSerializer,
     StepInput,
+    TerminatedSerializer,
     TermInput,
 )
 
@@ -132,6 +135,57 @@ class ProcessViewSet(viewsets.ReadOnlyModelViewSet):
             step_id, data.get("error") or None, instance_exec_id=data.get("instance_exec_id")
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        request=InitJobInput,
+        responses={202: RunQueuedSerializer, **ERRORS},
+        description="Run now: queue a whole run of the job on the workers.",
+    )
+    @action(detail=True, methods=["post"])
+    def run(self, request: Request, pk: str) -> Response:
+        job = self._job(request, pk)
+        orchestrator.enqueue_run(job, _body(InitJobInput, request).get("max_batch"))
+        return Response({"queued": job}, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        request=TermInput,
+        responses={200: TerminatedSerializer, **ERRORS},
+        description="Terminate the job's running run; its worker cancels its Spark work.",
+    )
+    @action(detail=True, methods=["post"])
+    def terminate(self, request: Request, pk: str) -> Response:
+        job = self._job(request, pk)
+        reason = _body(TermInput, request).get("error") or f"terminated by {request.user}"
+        return Response({"terminated_run": orchestrator.terminate(job, reason)})
+
+    @extend_schema(
+        methods=["GET"], responses={200: ScheduleSerializer, **ERRORS}, description="The schedule."
+    )
+    @extend_schema(
+        methods=["PUT"],
+        request=ScheduleSerializer,
+        responses={200: ScheduleSerializer, **ERRORS},
+        description="Set the job's schedule (no cron and no interval: no timed schedule).",
+    )
+    @action(detail=True, methods=["get", "put"])
+    def schedule(self, request: Request, pk: str) -> Response:
+        if request.method == "GET":
+            job = self.get_object().pk
+            return Response(ScheduleSerializer(schedules.schedule_of(job)).data)
+        job = self._job(request, pk)
+        body = _body(ScheduleSerializer, request)
+        shown = schedules.set_schedule(job, schedules.Schedule(**body))
+        return Response(ScheduleSerializer(shown).data)
+
+    @extend_schema(request=None, responses={200: ScheduleSerializer, **ERRORS})
+    @action(detail=True, methods=["post"])
+    def pause(self, request: Request, pk: str) -> Response:
+        return Response(ScheduleSerializer(schedules.pause(self._job(request, pk))).data)
+
+    @extend_schema(request=None, responses={200: ScheduleSerializer, **ERRORS})
+    @action(detail=True, methods=["post"])
+    def resume(self, request: Request, pk: str) -> Response:
+        return Response(ScheduleSerializer(schedules.resume(self._job(request, pk))).data)
 
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet):

@@ -5,3 +5,6 @@ class ProcessesConfig(AppConfig):
     name = "processes"
     verbose_name = "Processes and runs"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from processes import signals  # noqa: F401  (connects the receivers)

@@ -1,25 +1,34 @@
-"""The demo installation: a user, a team, an application and a small registered pipeline.
+"""The demo installation: a user, a team, an application, a registered pipeline with its
+schedules, and a landing folder of sample enriched-event files.
 
-Idempotent: running it again keeps what exists and creates what is missing.
+``set_up_demo`` is idempotent: running it again keeps what exists and creates what is
+missing. The ingest job runs every ``DEMO_SCAN_SECONDS``; the shred job runs as soon as the
+ingest job queued files for it, and the daily summary as soon as the shred job queued a batch
+(each shred batch is marked ``EOD``, the daily step's cut pattern).
 """
 
 from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
+from django.utils import timezone
 
 from bdre.models import Membership, Role
-from processes.models import BusDomain, Process
+from processes import schedules
+from processes.models import BusDomain, ExecState, InstanceExec, Process, Property
 from processes.registry import StepSpec, create_job
+from processes.sample_events import EventFactory
 
 DEMO_USERNAME = "demo"
 DEMO_TEAM = "demo-team"
 DEMO_APPLICATION = "clickstream"
+DEMO_SCAN_SECONDS = 20
 
 
 @dataclass
@@ -50,7 +59,7 @@ def set_up_demo() -> DemoSetup:
             "deduplicated, summarised per day.",
         },
     )
-    landing = (settings.VAR_DIR / "landing").resolve()
+    landing = landing_folder()
     jobs = [
         _job(
             application,
@@ -66,6 +75,9 @@ def set_up_demo() -> DemoSetup:
                         "scan": {
                             "location": landing.as_uri(),
                             "min_age_seconds": "5",
+                            # A file still being written holds the files after it back
+                            # for 15 seconds at most, then the scan moves past it.
+                            "hold_seconds": "15",
                             "max_files": "1000",
                             "reconcile_every": "10",
                         }
@@ -125,7 +137,126 @@ def set_up_demo() -> DemoSetup:
             ],
         )
     )
+    Property.objects.get_or_create(
+        process=jobs[1],
+        config_group="run",
+        key="batch_marking",
+        defaults={"value": "EOD", "description": "each shred batch closes a day for the demo"},
+    )
+    if not schedules.schedule_of(jobs[0].pk).is_timed:
+        schedules.set_schedule(jobs[0].pk, schedules.Schedule(every_seconds=DEMO_SCAN_SECONDS))
+    for job in jobs[1:]:
+        if not schedules.runs_on_upstream(job.pk):
+            schedules.set_schedule(job.pk, schedules.Schedule(on_upstream=True))
     return DemoSetup(DEMO_USERNAME, password, team, application, jobs)
+
+
+def landing_folder() -> Path:
+    return (settings.VAR_DIR / "landing").resolve()
+
+
+def generate_landing(
+    folder: Path,
+    *,
+    files: int = 3,
+    events: int = 2000,
+    seed: int = 8,
+    repeat_from: list[dict[str, str]] | None = None,
+    in_flight: bool = True,
+) -> tuple[list[Path], list[dict[str, str]]]:
+    """Sample files: ``files`` batches of ``events`` events with natural and synthetic
+    duplicates, bad lines and null fingerprints; each repeats 5 % of ``repeat_from`` (events
+    an earlier run has seen: cross-batch duplicates); and, with ``in_flight``, one file still
+    being written (``_current``). Names carry the time, so files generated later sort after
+    these and the scan picks them up next. Returns the files and their unique events."""
+    folder.mkdir(parents=True, exist_ok=True)
+    factory = EventFactory(seed=seed + len(list(folder.iterdir())))
+    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+    written: list[Path] = []
+    seen: list[dict[str, str]] = []
+    for i in range(files):
+        lines, unique = factory.batch(
+            events,
+            natural=0.02,
+            synthetic=0.005,
+            malformed=0.01,
+            null_fingerprint=0.02,
+            repeat_from=repeat_from,
+            repeat=0.05 if repeat_from else 0.0,
+        )
+        seen += unique
+        written.append(_write(folder / f"events-{stamp}-{i + 1:02d}.tsv", lines))
+    if in_flight:
+        lines, _ = factory.batch(events // 4)
+        written.append(_write(folder / f"events-{stamp}-99.tsv_current", lines))
+    return written, seen
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    partial = path.with_name("_" + path.name)  # "_" names are in flight for the scan
+    partial.write_text("\n".join(lines) + "\n")
+    partial.rename(path)
+    return path
+
+
+@dataclass
+class DemoSummary:
+    files: int
+    batches: int
+    runs: dict[str, str]  # job -> state of its last run
+    counters: dict[str, int]  # the shred step's counters, summed over its runs
+    tables: list[str]
+
+    def lines(self) -> list[str]:
+        c = self.counters
+        out = [
+            f"  files registered:    {self.files}",
+            f"  batches:             {self.batches}",
+            *(f"  last run of {job}: {state}" for job, state in self.runs.items()),
+            f"  events in:           {c.get('rows_in', 0)}",
+            f"  events out:          {c.get('rows_out', 0)}",
+            f"  bad rows:            {c.get('bad_rows', 0)}",
+        ]
+        out += [
+            f"  duplicates, {name.removeprefix('dup_').replace('_', ' ')}: {value}"
+            for name, value in c.items()
+            if name.startswith("dup_")
+        ]
+        out.append(f"  tables written:      {', '.join(self.tables) or 'none yet'}")
+        return out
+
+
+def summary(setup: DemoSetup) -> DemoSummary:
+    from batches.models import Batch, File, HiveTable
+
+    app = setup.application
+    runs = {}
+    for job in setup.jobs:
+        last = InstanceExec.objects.filter(process=job).order_by("-id").first()
+        runs[job.name] = ExecState(last.exec_state_id).name if last else "not run yet"
+    totals: dict[str, int] = {}
+    for counters in InstanceExec.objects.filter(
+        process__parent=setup.jobs[1], exec_state_id=ExecState.SUCCESS
+    ).values_list("counters", flat=True):
+        for key, value in counters.items():
+            if isinstance(value, int):
+                totals[key] = totals.get(key, 0) + value
+    return DemoSummary(
+        files=File.objects.filter(batch__bus_domain=app).count(),
+        batches=Batch.objects.filter(bus_domain=app).count(),
+        runs=runs,
+        counters=totals,
+        tables=sorted(
+            f"{t.dbname}.{t.table_name}" for t in HiveTable.objects.filter(bus_domain=app)
+        ),
+    )
+
+
+def passes_done(setup: DemoSetup) -> int:
+    """How many times the last job of the pipeline has succeeded."""
+    return InstanceExec.objects.filter(
+        process=setup.jobs[-1], exec_state_id=ExecState.SUCCESS
+    ).count()
 
 
 def _job(application: BusDomain, **kwargs: object) -> Process:

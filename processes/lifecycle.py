@@ -308,6 +308,13 @@ def init_job(
     )
 
 
+def step_batches(target_batch_id: int, step: Process) -> StepBatches:
+    """What a step of a running job works on: the batches (and their files) its job run
+    claimed for it, as ``init_job`` returned them."""
+    per_step, _marking, _sources = _claimed(target_batch_id, [step], timezone.now())
+    return per_step[step.pk]
+
+
 def _failed_target(job: Process, consuming: list[Process]) -> int | None:
     """The target batch to re-run: that of the job's last run if it failed and it still has
     live rows (or the job reads no queue)."""

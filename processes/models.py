@@ -248,6 +248,11 @@ class InstanceExec(models.Model):
     worker = models.CharField(max_length=255, blank=True)
     error = models.TextField(blank=True)
     counters = models.JSONField(default=dict, blank=True)
+    plan = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="A job run's bookkeeping: steps skipped as recovered, steps handed out.",
+    )
     target_batch = models.ForeignKey(
         "batches.Batch",
         null=True,

@@ -1,23 +1,358 @@
-"""Runs one job around its steps: init_job, each step in workflow order (init_step, its kind,
-halt_step or term_step), then halt_job, or term_job on the first failure. A re-run skips the
-steps init_job says already succeeded.
+"""Runs a job around its steps: ``init_job``, each step once all the steps before it in the
+workflow (``next_processes``) have succeeded (``init_step``, its kind, ``halt_step`` or
+``term_step``), then ``halt_job``, or ``term_job`` on the first failure. A re-run skips the
+steps ``init_job`` says already succeeded and resumes at ``last_recoverable_sp_id``.
 
-This module runs the steps one after the other in the calling process; the Celery tasks
-drive the same calls step by step on the workers.
+Three services, each one short transaction around the lifecycle calls, so that the same
+code drives a job in one process (``run_job``, for the CLI and tests) and across Celery
+workers (``processes.tasks``), where independent branches run in parallel:
+
+- ``start`` runs ``init_job`` and returns the steps ready to start;
+- ``execute_step`` runs one step of a running job, renewing the leases while it works;
+- ``advance`` (called after each successful step) returns the steps that became ready and
+  halts the job when every step is done. It holds the job's row lock, and records which
+  steps it handed out on the run, so that two branches finishing together never start the
+  step that joins them twice.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+from django.utils import timezone
+
+from bdre.errors import BdreError, Code
 from processes import jobs, lifecycle
-from processes.models import Process, Property
-from processes.workflow import steps_in_order
+from processes.models import ExecState, InstanceExec, Process, Property
+from processes.workflow import predecessors, steps_in_order
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_BATCH = 100
+
+
+def run_setting(job: Process, key: str) -> str | None:
+    """A job's ``run.<key>`` property."""
+    return (
+        Property.objects.filter(process=job, config_group="run", key=key)
+        .values_list("value", flat=True)
+        .first()
+    )
+
+
+def max_batch_of(job: Process) -> int:
+    """The job's ``run.max_batch`` property, or 100."""
+    raw = run_setting(job, "max_batch")
+    return int(raw) if raw else DEFAULT_MAX_BATCH
+
+
+def time_limit_of(job: Process) -> int | None:
+    """The job's ``run.time_limit_seconds``: a step running longer is stopped and fails."""
+    raw = run_setting(job, "time_limit_seconds")
+    return int(raw) if raw else None
+
+
+def batch_marking_of(job: Process, now: datetime) -> str | None:
+    """The job's ``run.batch_marking`` (strftime placeholders allowed, ``EOD`` for the
+    demo's end-of-day cut), or None for the lifecycle's default marking."""
+    raw = run_setting(job, "batch_marking")
+    return timezone.localtime(now).strftime(raw) if raw else None
+
+
+# --- start ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Started:
+    job_id: int
+    instance_exec_id: int
+    target_batch_id: int
+    is_rerun: bool
+    ready: list[int]  # steps to start now
+    finished: bool = False  # a job with nothing left to run halted at once
+    downstream: list[int] = field(default_factory=list)  # jobs to trigger (on_upstream)
+
+
+def start(job_id: int, *, max_batch: int | None = None, worker: str | None = None) -> Started:
+    """``init_job`` and the first steps to run. Raises the lifecycle's BdreError (104 when
+    a run is going, 112 or 109 when there is nothing to consume)."""
+    job = Process.objects.get(pk=job_id)
+    claim = lifecycle.init_job(
+        job_id, max_batch if max_batch is not None else max_batch_of(job), worker=worker
+    )
+    InstanceExec.objects.filter(pk=claim.instance_exec_id).update(
+        plan={"skipped": claim.skipped_step_ids, "dispatched": []}
+    )
+    nxt = advance(claim.instance_exec_id)
+    return Started(
+        job_id=job_id,
+        instance_exec_id=claim.instance_exec_id,
+        target_batch_id=claim.target_batch_id,
+        is_rerun=claim.is_rerun,
+        ready=nxt.ready,
+        finished=nxt.finished,
+        downstream=nxt.downstream,
+    )
+
+
+# --- advance -------------------------------------------------------------------------------
+
+
+@dataclass
+class Advance:
+    ready: list[int] = field(default_factory=list)
+    finished: bool = False  # halt_job ran
+    downstream: list[int] = field(default_factory=list)  # jobs to trigger (on_upstream)
+
+
+@transaction.atomic
+def advance(job_run_id: int) -> Advance:
+    """The steps of the running job that may start now (every step before them done), marked
+    as handed out; or, when all are done, ``halt_job``. Nothing for a run that ended."""
+    run = InstanceExec.objects.select_related("process").get(pk=job_run_id)
+    job = Process.objects.select_for_update().get(pk=run.process_id)  # the lifecycle's lock
+    run.refresh_from_db(fields=["exec_state", "plan"])
+    if run.exec_state_id != ExecState.RUNNING:
+        return Advance()
+    steps = steps_in_order(job)
+    before = predecessors(steps)
+    states: dict[int, int] = {}
+    for step_id, state in (
+        InstanceExec.objects.filter(parent_id=job_run_id)
+        .order_by("id")
+        .values_list("process_id", "exec_state_id")
+    ):
+        states[step_id] = state  # the latest run of each step
+    done = set(run.plan.get("skipped", [])) | {
+        s for s, state in states.items() if state == ExecState.SUCCESS
+    }
+    if all(s.pk in done for s in steps):
+        lifecycle.halt_job(
+            job.pk,
+            batch_marking_of(job, run.start_ts),
+            instance_exec_id=job_run_id,
+        )
+        return Advance(finished=True, downstream=_triggered_by(job))
+    handed_out = set(run.plan.get("dispatched", [])) | done | set(states)
+    ready = [s.pk for s in steps if s.pk not in handed_out and before[s.pk] <= done]
+    if ready:
+        plan = dict(run.plan)
+        plan["dispatched"] = sorted(set(plan.get("dispatched", [])) | set(ready))
+        InstanceExec.objects.filter(pk=job_run_id).update(plan=plan)
+    return Advance(ready=ready)
+
+
+def _triggered_by(job: Process) -> list[int]:
+    """Jobs that run as soon as ``job`` queued a batch for one of their steps."""
+    from processes.schedules import runs_on_upstream
+
+    downstream = (
+        Process.objects.filter(
+            parent__isnull=False,
+            deleted=False,
+            enqueuing_processes=job,
+            parent__deleted=False,
+        )
+        .values_list("parent_id", flat=True)
+        .distinct()
+    )
+    return sorted(pk for pk in set(downstream) if runs_on_upstream(pk))
+
+
+# --- execute_step --------------------------------------------------------------------------
+
+
+class Heartbeat:
+    """Renews the leases of a job run and its step run from a background thread while the
+    step works. When a renewal says the lease is lost (the run was terminated or reaped),
+    the step's Spark work in this process is cancelled, so that it stops writing."""
+
+    def __init__(self, job_run_id: int, step_run_id: int, every: float | None = None):
+        self.ids = (job_run_id, step_run_id)
+        self.every = every if every is not None else settings.BDRE_HEARTBEAT_SECONDS
+        self.lost = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="bdre-heartbeat", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        # Inside a caller's transaction (a test, a nested call) another connection could not
+        # see the run, and on SQLite would wait for the caller's write lock: no thread then.
+        if not connection.in_atomic_block:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _beat(self) -> None:
+        try:
+            while not self._stop.wait(self.every):
+                try:
+                    for run_id in self.ids:
+                        lifecycle.heartbeat(run_id)
+                except BdreError as exc:
+                    log.warning("run %s lost its lease (%s): cancelling its work", self.ids, exc)
+                    self.lost.set()
+                    break
+                except Exception:  # a database hiccup: try again at the next beat
+                    log.exception("heartbeat of runs %s failed", self.ids)
+                    close_old_connections()
+            # Cancel again at every beat until the step gives up: a Spark job the step
+            # submits after a cancellation would otherwise run to its end.
+            while self.lost.is_set():
+                jobs.cancel_running_work()
+                if self._stop.wait(self.every):
+                    break
+        finally:
+            connection.close()
+
+
+@dataclass
+class StepOutcome:
+    step_id: int
+    state: str  # "succeeded", "failed", or "skipped" (not this worker's to run)
+    counters: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+    step_run_id: int | None = None
+
+
+def execute_step(
+    job_run_id: int,
+    step_id: int,
+    *,
+    worker: str | None = None,
+    options: dict[str, Any] | None = None,
+) -> StepOutcome:
+    """Run one step of a running job. On failure the step and the job are terminated (the
+    job's first failure ends the run; the re-run resumes here). A step whose job run ended,
+    or that another worker already started (a redelivered message), is skipped."""
+    step = Process.objects.select_related("process_type").get(pk=step_id)
+    run = InstanceExec.objects.filter(pk=job_run_id).first()
+    if run is None or run.exec_state_id != ExecState.RUNNING:
+        return StepOutcome(step_id, "skipped", error="the job run is not running")
+    if InstanceExec.objects.filter(
+        parent_id=job_run_id, process_id=step_id, exec_state_id=ExecState.SUCCESS
+    ).exists():
+        return StepOutcome(step_id, "skipped", error="the step already succeeded in this run")
+    try:
+        step_run = lifecycle.init_step(step_id, worker=worker, instance_exec_id=job_run_id)
+    except BdreError as exc:
+        if exc.code in (Code.SUB_PROCESS_ALREADY_RUNNING, Code.LEASE_LOST, Code.PARENT_NOT_RUNNING):
+            return StepOutcome(step_id, "skipped", error=exc.message)
+        raise
+    batches = lifecycle.step_batches(run.target_batch_id, step)
+    context = jobs.JobContext(
+        step=step,
+        job_run_id=job_run_id,
+        step_run_id=step_run,
+        target_batch_id=run.target_batch_id,
+        batch_ids=batches.batch_ids,
+        files=batches.files,
+        options=options or {},
+    )
+    with Heartbeat(job_run_id, step_run) as beat:
+        try:
+            counters = jobs.run_step(context)
+        except BaseException as exc:  # any failure, a time limit included, fails the run
+            error = f"{type(exc).__name__}: {exc}"
+            if beat.lost.is_set():
+                error = f"terminated while running ({error})"
+            log.warning("step %s of run %s failed: %s", step.name, job_run_id, error)
+            _fail(step, step_run, job_run_id, error)
+            if not isinstance(exc, Exception):
+                raise  # KeyboardInterrupt, SystemExit: after the bookkeeping
+            return StepOutcome(step_id, "failed", error=error, step_run_id=step_run)
+    try:
+        lifecycle.halt_step(step_id, instance_exec_id=step_run)
+    except BdreError as exc:  # terminated or reaped meanwhile: its output is not used
+        return StepOutcome(step_id, "failed", error=exc.message, step_run_id=step_run)
+    return StepOutcome(step_id, "succeeded", counters=counters, step_run_id=step_run)
+
+
+def _fail(step: Process, step_run: int, job_run_id: int, error: str) -> None:
+    for call in (
+        lambda: lifecycle.term_step(step.pk, error, instance_exec_id=step_run),
+        lambda: lifecycle.term_job(step.parent_id, error, instance_exec_id=job_run_id),
+    ):
+        try:
+            call()
+        except BdreError as exc:  # already terminated (by a user or the reaper)
+            log.info("%s", exc.message)
+
+
+# --- on the workers ------------------------------------------------------------------------
+
+
+def queue_of(step: Process) -> str:
+    """Spark steps go to their own queue (workers sized for Spark), the others to the
+    default one."""
+    kind = step.process_type.job_kind
+    return settings.BDRE_SPARK_QUEUE if kind.startswith("spark.") else settings.BDRE_QUEUE
+
+
+def dispatch(job_run_id: int, step_ids: list[int]) -> None:
+    """Send each step to the workers once the current transaction commits (a worker must
+    see what ``advance`` recorded), with the job's time limit."""
+    if not step_ids:
+        return
+    from processes.tasks import run_step
+
+    run = InstanceExec.objects.select_related("process").get(pk=job_run_id)
+    limit = time_limit_of(run.process)
+    limits = {"soft_time_limit": limit, "time_limit": limit + 30} if limit else {}
+    for step in Process.objects.select_related("process_type").filter(pk__in=step_ids):
+        queue = queue_of(step)
+        transaction.on_commit(
+            lambda step_id=step.pk, queue=queue: run_step.apply_async(
+                (job_run_id, step_id), queue=queue, **limits
+            )
+        )
+
+
+def trigger(job_ids: list[int]) -> None:
+    """Start the jobs that run as soon as an upstream job queued a batch for them."""
+    for job_id in job_ids:
+        enqueue_run(job_id)
+
+
+def enqueue_run(job_id: int, max_batch: int | None = None) -> None:
+    """Run now: queue a whole run of the job on the workers (after the commit)."""
+    job = Process.objects.filter(pk=job_id, deleted=False).first()
+    if job is None or job.parent_id is not None:
+        raise BdreError(Code.INVALID_PARENT_PROCESS, f"{job_id} is not a live job")
+    from processes.tasks import run_process
+
+    transaction.on_commit(
+        lambda: run_process.apply_async((job_id, max_batch), queue=settings.BDRE_QUEUE)
+    )
+
+
+# --- terminate -----------------------------------------------------------------------------
+
+
+def terminate(job_id: int, reason: str = "terminated by a user") -> int:
+    """Stop the job's running run: it is terminated at once (its steps fail, its input goes
+    back to the queue for the re-run), and the worker running a step notices at its next
+    heartbeat and cancels its Spark work. Returns the run's id; 105 when nothing runs."""
+    run_id = (
+        InstanceExec.objects.filter(process_id=job_id, exec_state_id=ExecState.RUNNING)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if run_id is None:
+        raise BdreError(Code.PROCESS_NOT_RUNNING, f"process {job_id}")
+    lifecycle.term_job(job_id, reason, instance_exec_id=run_id)
+    return run_id
+
+
+# --- in one process ------------------------------------------------------------------------
 
 
 @dataclass
@@ -31,16 +366,6 @@ class RunOutcome:
     error: str = ""
 
 
-def max_batch_of(job: Process) -> int:
-    """The job's ``run.max_batch`` property, or 100."""
-    raw = (
-        Property.objects.filter(process=job, config_group="run", key="max_batch")
-        .values_list("value", flat=True)
-        .first()
-    )
-    return int(raw) if raw else DEFAULT_MAX_BATCH
-
-
 def run_job(
     job_id: int,
     *,
@@ -48,44 +373,26 @@ def run_job(
     worker: str | None = None,
     options: dict[str, Any] | None = None,
 ) -> RunOutcome:
-    job = Process.objects.get(pk=job_id)
-    claim = lifecycle.init_job(
-        job_id, max_batch if max_batch is not None else max_batch_of(job), worker=worker
-    )
+    """Run a whole job in this process, its steps one after the other in workflow order."""
+    started = start(job_id, max_batch=max_batch, worker=worker)
     outcome = RunOutcome(
         job_id=job_id,
-        instance_exec_id=claim.instance_exec_id,
-        target_batch_id=claim.target_batch_id,
-        succeeded=False,
-        is_rerun=claim.is_rerun,
+        instance_exec_id=started.instance_exec_id,
+        target_batch_id=started.target_batch_id,
+        succeeded=started.finished,
+        is_rerun=started.is_rerun,
     )
-    for step in steps_in_order(job):
-        if step.pk in claim.skipped_step_ids:
-            continue
-        step_run = lifecycle.init_step(
-            step.pk, worker=worker, instance_exec_id=claim.instance_exec_id
+    pending = list(started.ready)
+    while pending:
+        done = execute_step(
+            started.instance_exec_id, pending.pop(0), worker=worker, options=options
         )
-        batches = claim.steps[step.pk]
-        context = jobs.JobContext(
-            step=step,
-            job_run_id=claim.instance_exec_id,
-            step_run_id=step_run,
-            target_batch_id=claim.target_batch_id,
-            batch_ids=batches.batch_ids,
-            files=batches.files,
-            options=options or {},
-        )
-        try:
-            outcome.steps[step.pk] = jobs.run_step(context)
-        except Exception as exc:  # a step's failure of any kind fails the run, kept as text
-            error = f"{type(exc).__name__}: {exc}"
-            log.exception("step %s of job %s failed", step.name, job.name)
-            lifecycle.term_step(step.pk, error, instance_exec_id=step_run)
-            lifecycle.term_job(job_id, error, instance_exec_id=claim.instance_exec_id)
-            outcome.error = error
+        if done.state != "succeeded":
+            outcome.error = done.error
             return outcome
-        lifecycle.halt_step(step.pk, instance_exec_id=step_run)
-        lifecycle.heartbeat(claim.instance_exec_id)
-    lifecycle.halt_job(job_id, instance_exec_id=claim.instance_exec_id)
-    outcome.succeeded = True
+        outcome.steps[done.step_id] = done.counters
+        nxt = advance(started.instance_exec_id)
+        pending += nxt.ready
+        if nxt.finished:
+            outcome.succeeded = True
     return outcome

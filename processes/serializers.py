@@ -121,3 +121,24 @@ class HeartbeatResultSerializer(serializers.Serializer):
 class FilesBetweenInput(serializers.Serializer):
     min_batch_id = serializers.IntegerField()
     max_batch_id = serializers.IntegerField()
+
+
+class ScheduleSerializer(serializers.Serializer):
+    """A job's schedule: a cron expression or an interval (in seconds), its time zone,
+    whether it is enabled, and whether the job also runs as soon as an upstream job queued a
+    batch for it. ``next_run`` is when Beat will run it next."""
+
+    cron = serializers.CharField(required=False, allow_blank=True, default="")
+    every_seconds = serializers.IntegerField(required=False, allow_null=True, default=None)
+    timezone = serializers.CharField(required=False, default="UTC")
+    enabled = serializers.BooleanField(required=False, default=True)
+    on_upstream = serializers.BooleanField(required=False, default=False)
+    next_run = serializers.DateTimeField(read_only=True, allow_null=True)
+
+
+class RunQueuedSerializer(serializers.Serializer):
+    queued = serializers.IntegerField(help_text="the job queued for a run on the workers")
+
+
+class TerminatedSerializer(serializers.Serializer):
+    terminated_run = serializers.IntegerField()

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import io
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
+from processes import demo
 from processes.models import Process
+
+ROOT = Path(__file__).resolve().parents[2]
+JOBS = ("clickstream_ingest", "clickstream_shred", "clickstream_daily")
 
 pytestmark = pytest.mark.django_db
 
@@ -35,3 +43,59 @@ def test_demo_pipeline_links_ingest_to_shred_to_daily():
     assert shred.process_type.job_kind == "spark.shred"
     location = Process.objects.get(name="clickstream_ingest_scan").properties.get(key="location")
     assert location.value.startswith("file:///") and location.value.endswith("/landing")
+
+
+def test_demo_schedules_the_pipeline():
+    from processes import schedules
+
+    call_command("demo", stdout=io.StringIO())
+    ingest, shred, daily = (Process.objects.get(name=n) for n in JOBS)
+    assert schedules.schedule_of(ingest.pk).every_seconds == demo.DEMO_SCAN_SECONDS
+    assert schedules.runs_on_upstream(shred.pk) and schedules.runs_on_upstream(daily.pk)
+
+
+def test_generated_landing_files_have_duplicates_bad_lines_and_a_file_in_flight(tmp_path):
+    files, unique = demo.generate_landing(tmp_path, files=2, events=200)
+    assert len(unique) == 400
+    names = sorted(p.name for p in files)
+    assert names[-1].endswith(".tsv_current") and len(names) == 3
+    lines = files[0].read_text().splitlines()
+    assert len(lines) > 200  # duplicates and bad lines on top of the unique events
+    assert any(len(line.split("\t")) != 131 for line in lines)
+    assert not list(tmp_path.glob("_*"))  # written under a temporary name, then renamed
+
+
+def test_make_demo_runs_the_pipeline_on_the_embedded_worker(tmp_path):
+    """The non-interactive part of `make demo`, from an empty var folder: migrate, set up,
+    let the embedded worker's schedule run the pipeline, print the summary."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    env |= {"BDRE_VAR_DIR": str(tmp_path / "var"), "SPARK_MASTER": "local[2]"}
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "--noinput"], env=env, check=True, capture_output=True)
+    done = subprocess.run(
+        [*manage, "demo", "--run", "--timeout", "400", "--files", "2", "--events", "400"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=480,
+    )
+    log = tmp_path / "var" / "demo-worker.log"
+    assert done.returncode == 0, (
+        done.stdout + done.stderr + (log.read_text() if log.exists() else "")
+    )
+    out = done.stdout
+    assert re.search(r"login:\s+demo / \S+", out)
+    for job in JOBS:
+        assert f"last run of {job}: SUCCESS" in out, out
+    counts = {k: int(v) for k, v in re.findall(r"^\s+([a-z ,]+):\s+(\d+)$", out, re.M)}
+    assert counts["files registered"] == 3  # 2, then 1 more; the one being written waits
+    assert (
+        counts["events in"]
+        == counts["events out"]
+        + counts["bad rows"]
+        + counts["duplicates, in batch natural"]
+        + counts["duplicates, cross batch natural"]
+    )
+    assert counts["bad rows"] > 0 and counts["duplicates, in batch natural"] > 0
+    assert counts["duplicates, cross batch natural"] > 0
+    assert "default.daily_page_views" in out and "default.atomic_events" in out

@@ -1,33 +1,140 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
-from processes.demo import set_up_demo
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from processes import demo
 
 
 class Command(BaseCommand):
-    help = "Create the demo user, team, application and pipeline (idempotent)."
+    help = (
+        "The demo: a user, a team, a scheduled pipeline and sample landing files; with "
+        "--run, an embedded Celery worker with Beat runs it on its schedule and a summary "
+        "is printed; with --serve, the UI is then served while the worker keeps running."
+    )
 
-    def handle(self, *args: object, **options: object) -> None:
-        demo = set_up_demo()
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--run", action="store_true", help="start the worker and wait")
+        parser.add_argument(
+            "--serve", action="store_true", help="then serve the UI (implies --run)"
+        )
+        parser.add_argument("--timeout", type=int, default=600, help="seconds to wait for a run")
+        parser.add_argument("--files", type=int, default=3)
+        parser.add_argument("--events", type=int, default=2000, help="events per file")
+        parser.add_argument("--addrport", default="127.0.0.1:8000")
+
+    def handle(self, *args: object, **o: object) -> None:
+        setup = demo.set_up_demo()
         out = self.stdout
         out.write(self.style.SUCCESS("BDRE demo is set up."))
-        out.write(f"  team:        {demo.team.name}")
-        out.write(f"  application: {demo.application.name}")
-        for job in demo.jobs:
+        out.write(f"  team:        {setup.team.name}")
+        out.write(f"  application: {setup.application.name}")
+        for job in setup.jobs:
             steps = ", ".join(s.name for s in job.steps.order_by("id"))
             upstream = sorted(
                 {u.name for s in job.steps.all() for u in s.enqueuing_processes.all()}
             )
             source = f" <- {', '.join(upstream)}" if upstream else ""
             out.write(f"  job {job.pk:>3} {job.name}{source}: {steps}")
+        if o["run"] or o["serve"]:
+            self._run(setup, o)
         out.write("")
-        out.write("  UI and admin: http://127.0.0.1:8000/admin/")
-        if demo.password:
-            out.write(f"  login:       {demo.username} / {demo.password}")
+        out.write(f"  UI:          http://{o['addrport']}/   admin: http://{o['addrport']}/admin/")
+        if setup.password:
+            out.write(f"  login:       {setup.username} / {setup.password}")
             out.write("  (the password is printed this once; change it in the admin)")
         else:
             out.write(
-                f"  login:       {demo.username} (existing user, password unchanged; "
-                f"reset it with: manage.py changepassword {demo.username})"
+                f"  login:       {setup.username} (existing user, password unchanged; "
+                f"reset it with: manage.py changepassword {setup.username})"
             )
+        if o["serve"]:
+            out.write(
+                f"  Drop more files into {demo.landing_folder()}: the next scheduled scan "
+                f"(every {demo.DEMO_SCAN_SECONDS} s) picks them up."
+            )
+            out.flush()
+            try:
+                call_command("runserver", o["addrport"], use_reloader=False)
+            finally:
+                self._stop_worker()
+
+    def _run(self, setup: demo.DemoSetup, o: dict) -> None:
+        out = self.stdout
+        landing = demo.landing_folder()
+        log = settings.VAR_DIR / "demo-worker.log"
+        out.write(f"  starting the embedded worker with Beat (log: {log})")
+        self.worker = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "bdre",
+                "worker",
+                "-B",
+                "-Q",
+                f"{settings.BDRE_QUEUE},{settings.BDRE_SPARK_QUEUE}",
+                "--concurrency",
+                "2",
+                "--loglevel",
+                "INFO",
+            ],
+            cwd=Path(settings.BASE_DIR),
+            stdout=log.open("a"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        passes = demo.passes_done(setup)
+        files, seen = demo.generate_landing(landing, files=o["files"], events=o["events"])
+        out.write(f"  dropped {len(files)} files into {landing} (one still being written)")
+        self._wait(setup, passes + 1, o["timeout"], log)
+        # New files while it runs: the next scheduled scan picks them up, and their repeats
+        # of the first files are cross-batch duplicates.
+        files, _ = demo.generate_landing(
+            landing, files=1, events=o["events"], repeat_from=seen, in_flight=False
+        )
+        out.write(f"  dropped {len(files)} more file, repeating some events already shredded")
+        self._wait(setup, passes + 2, o["timeout"], log)
+        out.write(self.style.SUCCESS("What happened:"))
+        for line in demo.summary(setup).lines():
+            out.write(line)
+        if not o["serve"]:
+            self._stop_worker()
+
+    def _wait(self, setup: demo.DemoSetup, passes: int, timeout: int, log: Path) -> None:
+        out = self.stdout
+        out.write("  waiting for the schedule to run the pipeline ", ending="")
+        out.flush()
+        deadline = time.monotonic() + timeout
+        while demo.passes_done(setup) < passes:
+            if self.worker.poll() is not None:
+                raise CommandError(f"the worker stopped; see {log}")
+            if time.monotonic() > deadline:
+                self._stop_worker()
+                raise CommandError(f"the pipeline did not finish in {timeout} s; see {log}")
+            out.write(".", ending="")
+            out.flush()
+            time.sleep(2)
+        out.write(" done.")
+
+    def _stop_worker(self) -> None:
+        worker = getattr(self, "worker", None)
+        if worker is None:
+            return
+        if worker.poll() is None:
+            worker.send_signal(signal.SIGTERM)  # a warm shutdown: running steps finish
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.wait(60)
+        # Whatever is left of its process group (a Spark JVM of a killed pool process).
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(worker.pid, signal.SIGKILL)

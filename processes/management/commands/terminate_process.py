@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+from bdre.commands import JsonCommand
+from processes import orchestrator
+
+
+class Command(JsonCommand):
+    help = (
+        "Terminate a job's running run: the run fails at once and the worker running it "
+        "cancels its Spark work at its next heartbeat; its input is re-run next time."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--process-id", type=int, required=True)
+        parser.add_argument("--reason", default="terminated from the command line")
+
+    def run(self, **o: object) -> object:
+        return {"terminated_run": orchestrator.terminate(o["process_id"], o["reason"])}

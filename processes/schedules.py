@@ -1,0 +1,200 @@
+"""A job's schedule, kept in a django-celery-beat ``PeriodicTask`` that follows the job.
+
+One service for the UI, the API, the admin and the commands: ``set_schedule`` creates or
+changes it (a cron expression or an interval, in a time zone), ``pause`` and ``resume`` switch
+it, ``remove`` deletes it (also called when the job is deleted). Beat's DatabaseScheduler
+picks the changes up by itself.
+
+A job can also run as soon as one of its upstream jobs has queued a batch for it
+(``on_upstream``): kept as the job's property ``schedule.on_upstream`` and acted on by the
+orchestrator when the upstream job halts.
+"""
+
+from __future__ import annotations
+
+import json
+import zoneinfo
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
+
+from processes.models import Process, Property
+
+RUN_TASK = "processes.tasks.run_process"
+REAPER_TASK = "processes.tasks.reap_expired_runs"
+REAPER_NAME = "bdre: reap expired runs"
+
+
+def task_name(job_id: int) -> str:
+    return f"bdre: run process {job_id}"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    cron: str = ""  # "minute hour day-of-month month day-of-week"
+    every_seconds: int | None = None
+    timezone: str = "UTC"
+    enabled: bool = True
+    on_upstream: bool = False
+    next_run: str | None = None  # read only: when Beat will run it next, ISO 8601
+
+    @property
+    def is_timed(self) -> bool:
+        return bool(self.cron) or bool(self.every_seconds)
+
+
+def _crontab(cron: str, tz: str) -> CrontabSchedule:
+    fields = cron.split()
+    if len(fields) != 5:
+        raise ValidationError(
+            {"cron": f"a cron expression has 5 fields (minute hour day month weekday): {cron!r}"}
+        )
+    minute, hour, day_of_month, month_of_year, day_of_week = fields
+    try:
+        from celery.schedules import crontab
+
+        crontab(minute, hour, day_of_week, day_of_month, month_of_year)  # validates each field
+    except (ValueError, TypeError) as exc:
+        raise ValidationError({"cron": f"{cron!r}: {exc}"}) from exc
+    schedule, _ = CrontabSchedule.objects.get_or_create(
+        minute=minute,
+        hour=hour,
+        day_of_month=day_of_month,
+        month_of_year=month_of_year,
+        day_of_week=day_of_week,
+        timezone=tz,
+    )
+    return schedule
+
+
+def _validate(schedule: Schedule) -> None:
+    if schedule.cron and schedule.every_seconds:
+        raise ValidationError({"cron": "give a cron expression or an interval, not both"})
+    if schedule.every_seconds is not None and schedule.every_seconds < 1:
+        raise ValidationError({"every_seconds": "an interval is at least 1 second"})
+    try:
+        zoneinfo.ZoneInfo(schedule.timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValidationError({"timezone": f"unknown time zone {schedule.timezone!r}"}) from exc
+
+
+def _job(job_id: int) -> Process:
+    job = Process.objects.filter(pk=job_id, parent__isnull=True, deleted=False).first()
+    if job is None:
+        raise ValidationError({"process": f"{job_id} is not a live job (a parent process)"})
+    return job
+
+
+@transaction.atomic
+def set_schedule(job_id: int, schedule: Schedule) -> Schedule:
+    """Create or change the job's schedule. With neither cron nor interval, the timed
+    schedule is removed (the job may still run on upstream batches or by hand)."""
+    _validate(schedule)
+    job = _job(job_id)
+    Property.objects.update_or_create(
+        process=job,
+        config_group="schedule",
+        key="on_upstream",
+        defaults={
+            "value": "true" if schedule.on_upstream else "false",
+            "description": "run as soon as an upstream job has queued a batch for this job",
+        },
+    )
+    if not schedule.is_timed:
+        PeriodicTask.objects.filter(name=task_name(job.pk)).delete()
+        return schedule_of(job.pk)
+    timing: dict[str, object] = {"crontab": None, "interval": None}
+    if schedule.cron:
+        timing["crontab"] = _crontab(schedule.cron, schedule.timezone)
+    else:
+        timing["interval"], _ = IntervalSchedule.objects.get_or_create(
+            every=schedule.every_seconds, period=IntervalSchedule.SECONDS
+        )
+    PeriodicTask.objects.update_or_create(
+        name=task_name(job.pk),
+        defaults={
+            **timing,
+            "task": RUN_TASK,
+            "args": json.dumps([job.pk]),
+            "enabled": schedule.enabled,
+            "description": f"Runs {job.name}",
+        },
+    )
+    return schedule_of(job.pk)
+
+
+def _set_enabled(job_id: int, enabled: bool) -> Schedule:
+    job = _job(job_id)
+    task = PeriodicTask.objects.filter(name=task_name(job.pk)).first()
+    if task is None:
+        raise ValidationError({"schedule": f"{job.name} has no timed schedule"})
+    task.enabled = enabled
+    task.save(update_fields=["enabled"])  # save() so Beat sees the change
+    return schedule_of(job.pk)
+
+
+def pause(job_id: int) -> Schedule:
+    return _set_enabled(job_id, False)
+
+
+def resume(job_id: int) -> Schedule:
+    return _set_enabled(job_id, True)
+
+
+@transaction.atomic
+def remove(job_id: int) -> None:
+    """Delete the job's schedule (timed and on-upstream)."""
+    PeriodicTask.objects.filter(name=task_name(job_id)).delete()
+    Property.objects.filter(process_id=job_id, config_group="schedule").delete()
+
+
+def runs_on_upstream(job_id: int) -> bool:
+    return Property.objects.filter(
+        process_id=job_id, config_group="schedule", key="on_upstream", value="true"
+    ).exists()
+
+
+def schedule_of(job_id: int) -> Schedule:
+    on_upstream = runs_on_upstream(job_id)
+    task = (
+        PeriodicTask.objects.select_related("crontab", "interval")
+        .filter(name=task_name(job_id))
+        .first()
+    )
+    if task is None:
+        return Schedule(on_upstream=on_upstream, enabled=False)
+    next_run = None
+    if task.enabled:
+        remaining = task.schedule.remaining_estimate(task.last_run_at or task.date_changed)
+        next_run = (task.schedule.now() + max(remaining, timedelta(0))).isoformat()
+    if task.crontab is not None:
+        c = task.crontab
+        cron = f"{c.minute} {c.hour} {c.day_of_month} {c.month_of_year} {c.day_of_week}"
+        return Schedule(
+            cron=cron,
+            timezone=str(c.timezone),
+            enabled=task.enabled,
+            on_upstream=on_upstream,
+            next_run=next_run,
+        )
+    return Schedule(
+        every_seconds=int(timedelta(**{task.interval.period: task.interval.every}).total_seconds()),
+        enabled=task.enabled,
+        on_upstream=on_upstream,
+        next_run=next_run,
+    )
+
+
+def ensure_reaper(every_seconds: int = 60) -> PeriodicTask:
+    """The periodic reaper of expired runs (idempotent)."""
+    interval, _ = IntervalSchedule.objects.get_or_create(
+        every=every_seconds, period=IntervalSchedule.SECONDS
+    )
+    task, _ = PeriodicTask.objects.update_or_create(
+        name=REAPER_NAME,
+        defaults={"interval": interval, "crontab": None, "task": REAPER_TASK, "enabled": True},
+    )
+    return task

@@ -1,0 +1,74 @@
+"""Thin Celery tasks: take ids, call one orchestrator service, hand the next steps on.
+
+``run_process`` starts a run and dispatches its first steps; ``run_step`` runs one step and
+dispatches the steps that became ready (independent branches go to different workers at
+once); ``reap_expired_runs`` is Beat's reaper. The first two are idempotent against
+redelivery (a second ``init_job`` gets 104, a second ``init_step`` 106, both are skipped), so
+they acknowledge late and are redelivered when a worker dies mid-task; a run whose worker
+died for good is ended by the reaper when its lease expires, and re-run by the next run.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from celery.signals import beat_init
+
+from bdre.errors import BdreError, Code
+from processes import lifecycle, orchestrator
+
+log = logging.getLogger(__name__)
+
+# A scheduled run with nothing to do, or one that finds the previous run still going, is
+# not an error of the task: the next tick tries again.
+NOTHING_TO_DO = (
+    Code.PARENT_ALREADY_RUNNING,
+    Code.NO_BATCHES,
+    Code.BATCHES_MISSING_FOR_CUT,
+    Code.SUB_PROCESS_RUNNING,
+)
+
+
+@shared_task(
+    name="processes.tasks.run_process", bind=True, acks_late=True, reject_on_worker_lost=True
+)
+def run_process(self, process_id: int, max_batch: int | None = None) -> dict:
+    try:
+        started = orchestrator.start(process_id, max_batch=max_batch, worker=self.request.hostname)
+    except BdreError as exc:
+        if exc.code in NOTHING_TO_DO:
+            log.info("process %s not started: %s", process_id, exc.message)
+            return {"process_id": process_id, "started": False, **exc.as_dict()}
+        raise
+    orchestrator.dispatch(started.instance_exec_id, started.ready)
+    orchestrator.trigger(started.downstream)
+    return {"process_id": process_id, "started": True, "run": started.instance_exec_id}
+
+
+@shared_task(name="processes.tasks.run_step", bind=True, acks_late=True, reject_on_worker_lost=True)
+def run_step(self, job_run_id: int, step_id: int) -> dict:
+    done = orchestrator.execute_step(job_run_id, step_id, worker=self.request.hostname)
+    if done.state == "succeeded":
+        nxt = orchestrator.advance(job_run_id)
+        orchestrator.dispatch(job_run_id, nxt.ready)
+        orchestrator.trigger(nxt.downstream)
+    return {"run": job_run_id, "step": step_id, "state": done.state, "error": done.error}
+
+
+@shared_task(name="processes.tasks.reap_expired_runs")
+def reap_expired_runs() -> list[int]:
+    reaped = lifecycle.reap_expired()
+    if reaped:
+        log.warning("reaped expired runs %s", reaped)
+    return reaped
+
+
+@beat_init.connect(dispatch_uid="bdre-reaper-schedule")
+def _schedule_the_reaper(sender: object = None, **kwargs: object) -> None:
+    """Beat keeps the reaper in its schedule whatever was deleted by hand."""
+    from django.conf import settings
+
+    from processes.schedules import ensure_reaper
+
+    ensure_reaper(settings.BDRE_REAPER_SECONDS)

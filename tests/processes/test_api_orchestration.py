@@ -1,0 +1,95 @@
+"""Run now, terminate and schedules through REST, as each role of the team and an outsider."""
+
+from __future__ import annotations
+
+import pytest
+
+from processes import lifecycle, schedules, tasks
+from processes.models import ExecState, InstanceExec
+from tests.processes.test_api_lifecycle import api_as
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    calls: list[tuple] = []
+    monkeypatch.setattr(
+        tasks.run_process, "apply_async", lambda args, **kw: calls.append((args, kw))
+    )
+    return calls
+
+
+def test_a_developer_runs_a_job_now(team, make_job, sent, django_capture_on_commit_callbacks):
+    job = make_job("nightly")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api_as(team.developer).post(f"/api/v1/processes/{job.pk}/run/", {"max_batch": 5})
+    assert response.status_code == 202, response.content
+    assert response.json() == {"queued": job.pk}
+    assert sent == [((job.pk, 5), {"queue": "celery"})]
+
+
+@pytest.mark.parametrize(("who", "status"), [("viewer", 403), ("outsider", 404)])
+def test_run_now_needs_a_developer_of_the_team(team, make_job, sent, who, status):
+    job = make_job("nightly")
+    response = api_as(getattr(team, who)).post(f"/api/v1/processes/{job.pk}/run/")
+    assert response.status_code == status
+    assert sent == []
+
+
+def test_a_step_cannot_be_run_on_its_own(team, make_job, sent):
+    step = make_job("nightly").steps.get()
+    response = api_as(team.developer).post(f"/api/v1/processes/{step.pk}/run/")
+    assert response.status_code == 404
+    assert response.json()["code"] == 102
+
+
+def test_terminate_fails_the_running_run(team, make_job):
+    job = make_job("busy")
+    claim = lifecycle.init_job(job.pk, 1)
+    response = api_as(team.developer).post(
+        f"/api/v1/processes/{job.pk}/terminate/", {"error": "wrong input"}, format="json"
+    )
+    assert response.status_code == 200
+    assert response.json() == {"terminated_run": claim.instance_exec_id}
+    run = InstanceExec.objects.get(pk=claim.instance_exec_id)
+    assert (run.exec_state_id, run.error) == (ExecState.FAILED, "wrong input")
+
+
+def test_terminating_a_job_that_is_not_running_is_a_conflict(team, make_job):
+    job = make_job("idle")
+    response = api_as(team.developer).post(f"/api/v1/processes/{job.pk}/terminate/")
+    assert response.status_code == 409
+    assert response.json()["code"] == 105
+
+
+def test_schedule_is_set_paused_resumed_and_shown(team, make_job):
+    job = make_job("hourly")
+    dev = api_as(team.developer)
+    url = f"/api/v1/processes/{job.pk}/schedule/"
+    body = {"cron": "0 * * * *", "timezone": "Europe/Paris"}
+    response = dev.put(url, body, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["cron"] == "0 * * * *" and response.json()["next_run"]
+    assert dev.post(f"/api/v1/processes/{job.pk}/pause/").json()["enabled"] is False
+    assert dev.post(f"/api/v1/processes/{job.pk}/resume/").json()["enabled"] is True
+    shown = api_as(team.viewer).get(url)
+    assert shown.status_code == 200 and shown.json()["timezone"] == "Europe/Paris"
+    assert schedules.schedule_of(job.pk).enabled
+
+
+def test_an_invalid_schedule_is_a_400_naming_the_field(team, make_job):
+    job = make_job("broken")
+    response = api_as(team.developer).put(
+        f"/api/v1/processes/{job.pk}/schedule/", {"cron": "every day"}, format="json"
+    )
+    assert response.status_code == 400
+    assert "cron" in response.json()
+
+
+def test_a_viewer_cannot_change_a_schedule_and_an_outsider_cannot_see_it(team, make_job):
+    job = make_job("guarded")
+    url = f"/api/v1/processes/{job.pk}/schedule/"
+    assert api_as(team.viewer).put(url, {"every_seconds": 60}, format="json").status_code == 403
+    assert api_as(team.outsider).get(url).status_code == 404
+    assert api_as(team.viewer).post(f"/api/v1/processes/{job.pk}/pause/").status_code == 403
