@@ -7,7 +7,7 @@ import pytest
 from django_celery_beat.models import PeriodicTask
 
 from processes import orchestrator, schedules
-from processes.models import ExecState, InstanceExec, Process
+from processes.models import ExecState, InstanceExec, Process, Property
 from processes.registry import StepSpec, create_job
 from processes.schedules import Schedule
 from tests.data.enriched import EventFactory
@@ -251,3 +251,20 @@ def test_a_worker_killed_during_a_spark_step_loses_and_repeats_nothing(
     ids = [r.event_id for r in table.select("event_id").collect()]
     assert len(ids) == len(set(ids)) == counters["rows_out"] == len(unique)
     assert set(ids) == {e["event_id"] for e in unique}
+
+
+def test_a_step_over_the_jobs_time_limit_fails_the_run(team, worker):
+    job = job_of(
+        team,
+        "too_slow",
+        [callable_step("dawdle", "tests.processes.callables.sleep", sleep="30")],
+    )
+    Property.objects.create(
+        process=job, config_group="run", key="time_limit_seconds", value="2", description=""
+    )
+    w = worker()
+    orchestrator.enqueue_run(job.pk)
+    (run,) = wait_for(lambda: finished_runs(job), 60, "the time limit", w)
+    assert run.exec_state_id == ExecState.FAILED
+    assert "SoftTimeLimitExceeded" in run.error
+    assert (run.end_ts - run.start_ts).total_seconds() < 20
