@@ -1,9 +1,12 @@
 from __future__ import annotations
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 
 from bdre.admin import MasterTableAdmin, ScopedAdmin
+from bdre.errors import BdreError
+from processes import orchestrator, schedules
 from processes.models import (
     BusDomain,
     ExecStatus,
@@ -69,6 +72,41 @@ class ProcessAdmin(ScopedAdmin):
     raw_id_fields = ("parent", "process_template", "schedule")
     filter_horizontal = ("enqueuing_processes", "next_processes")
     inlines = (StepInline, PropertyInline)
+    actions = ("run_now", "terminate", "pause_schedule", "resume_schedule")
+
+    def _each_job(self, request, queryset, verb: str, call) -> None:
+        """Call a service for each selected job; a job that refuses says why."""
+        done = []
+        for job in queryset.filter(parent__isnull=True):
+            try:
+                call(job.pk)
+                done.append(job.name)
+            except (BdreError, ValidationError) as exc:
+                text = exc.message if isinstance(exc, BdreError) else "; ".join(exc.messages)
+                self.message_user(request, f"{job.name}: {text}", messages.ERROR)
+        if done:
+            self.message_user(request, f"{verb}: {', '.join(done)}", messages.SUCCESS)
+
+    @admin.action(description="Run the selected jobs now")
+    def run_now(self, request, queryset) -> None:
+        self._each_job(request, queryset, "Queued", orchestrator.enqueue_run)
+
+    @admin.action(description="Terminate the running run of the selected jobs")
+    def terminate(self, request, queryset) -> None:
+        self._each_job(
+            request,
+            queryset,
+            "Terminated",
+            lambda pk: orchestrator.terminate(pk, f"terminated by {request.user} in the admin"),
+        )
+
+    @admin.action(description="Pause the schedule of the selected jobs")
+    def pause_schedule(self, request, queryset) -> None:
+        self._each_job(request, queryset, "Paused", schedules.pause)
+
+    @admin.action(description="Resume the schedule of the selected jobs")
+    def resume_schedule(self, request, queryset) -> None:
+        self._each_job(request, queryset, "Resumed", schedules.resume)
 
 
 @admin.register(Property)

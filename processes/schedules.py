@@ -113,7 +113,7 @@ def set_schedule(job_id: int, schedule: Schedule) -> Schedule:
         timing["interval"], _ = IntervalSchedule.objects.get_or_create(
             every=schedule.every_seconds, period=IntervalSchedule.SECONDS
         )
-    PeriodicTask.objects.update_or_create(
+    task, _ = PeriodicTask.objects.update_or_create(
         name=task_name(job.pk),
         defaults={
             **timing,
@@ -123,6 +123,8 @@ def set_schedule(job_id: int, schedule: Schedule) -> Schedule:
             "description": f"Runs {job.name}",
         },
     )
+    # update(): no save signal, and the job's other fields stay as they are in the database.
+    Process.objects.filter(pk=job.pk).update(schedule=task)
     return schedule_of(job.pk)
 
 
