@@ -87,3 +87,33 @@ def test_term_requeue_and_discard_from_the_command_line(make_job):
     discarded = cli("discard", "--queue-id", str(row.pk), "--reason", "wrong file")
     assert discarded["batch_state"] == BatchState.DISCARDED
     assert cli_error("requeue", "--queue-id", "999999")[1]["code"] == 114
+
+
+def test_run_process_wait_runs_the_job_here(make_job):
+    job = make_job("here", steps=2)
+    outcome = cli("run_process", "--process-id", str(job.pk), "--wait")
+    assert outcome["succeeded"] is True
+    assert sorted(map(int, outcome["steps"])) == [s.pk for s in steps_of(job)]
+
+
+def test_run_process_queues_the_job(make_job, monkeypatch, django_capture_on_commit_callbacks):
+    from processes import tasks
+
+    sent = []
+    monkeypatch.setattr(tasks.run_process, "apply_async", lambda args, **kw: sent.append(args))
+    job = make_job("later")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert cli("run_process", "--process-id", str(job.pk)) == {"queued": job.pk}
+    assert sent == [(job.pk, None)]
+
+
+def test_terminate_process_fails_the_running_run_or_exits_5(make_job):
+    from processes import lifecycle
+
+    job = make_job("busy")
+    claim = lifecycle.init_job(job.pk, 1)
+    assert cli("terminate_process", "--process-id", str(job.pk)) == {
+        "terminated_run": claim.instance_exec_id
+    }
+    code, error = cli_error("terminate_process", "--process-id", str(job.pk))
+    assert (code, error["code"]) == (5, 105)
