@@ -63,6 +63,8 @@ class Command(BaseCommand):
                 f"(every {demo.DEMO_SCAN_SECONDS} s) picks them up."
             )
             out.flush()
+            # A SIGTERM (not only Ctrl-C) also stops the worker started above.
+            signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
             try:
                 call_command("runserver", o["addrport"], use_reloader=False)
             finally:
