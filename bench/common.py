@@ -54,14 +54,14 @@ def fresh_database(backend: str, name: str) -> str:
 
 
 def run_child(
-    script: Path, database_url: str, args: list[str], *, keep_broker: bool = False
+    script: Path, database_url: str, args: list[str], *, env_extra: dict[str, str] | None = None
 ) -> dict:
     """Run the benchmark body in its own interpreter (one Django set-up per database); it
     prints its results as JSON on its last line. The broker is the embedded one unless
-    ``keep_broker``."""
+    ``env_extra`` (added to this process's environment) names another."""
     env = dict(os.environ, DATABASE_URL=database_url, DJANGO_SETTINGS_MODULE="bdre.settings")
-    if not keep_broker:
-        env.pop("CELERY_BROKER_URL", None)
+    env.pop("CELERY_BROKER_URL", None)
+    env.update(env_extra or {})
     out = subprocess.run(
         [sys.executable, str(script), *args],
         cwd=ROOT,

@@ -19,10 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import signal
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -35,38 +32,6 @@ from bench.common import ROOT, append_results, fresh_database, run_child, summar
 REDIS_URL = "redis://127.0.0.1:6379/15"
 
 
-def start_workers(n: int, log: Path) -> list[subprocess.Popen]:
-    workers = []
-    for i in range(n):
-        workers.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "bdre",
-                    "worker",
-                    "-Q",
-                    "celery,spark",
-                    "--concurrency",
-                    "1",
-                    "-n",
-                    f"bench{i}@%h",
-                    "--without-gossip",
-                    "--without-mingle",
-                    "--loglevel",
-                    "WARNING",
-                ],
-                cwd=ROOT,
-                stdout=log.open("a"),
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        )
-    return workers
-
-
 def child(runs: int, jobs: int) -> dict:
     import django
 
@@ -76,6 +41,7 @@ def child(runs: int, jobs: int) -> dict:
     from django.core.management import call_command
 
     from bdre.celery import ensure_broker_folders
+    from bdre.worker import start_worker, stop_worker
     from processes import orchestrator
     from processes.models import BusDomain, ExecState, InstanceExec
     from processes.registry import StepSpec, create_job
@@ -96,7 +62,10 @@ def child(runs: int, jobs: int) -> dict:
     probe = job("probe")
     many = [job(f"job{i}") for i in range(jobs)]
     log = settings.VAR_DIR / "bench-workers.log"
-    workers = start_workers(2, log)
+    workers = [
+        start_worker(log, beat=False, concurrency=1, name=f"bench{i}@%h", loglevel="WARNING")
+        for i in range(2)
+    ]
 
     def wait_done(job_ids: list[int], since: int, timeout: float = 600) -> list[InstanceExec]:
         deadline = time.monotonic() + timeout
@@ -138,9 +107,7 @@ def child(runs: int, jobs: int) -> dict:
         steps = InstanceExec.objects.filter(parent__in=done).count()
     finally:
         for w in workers:
-            os.killpg(w.pid, signal.SIGTERM)
-        for w in workers:
-            w.wait(30)
+            stop_worker(w)
     return {
         "latency": summary(latencies),
         "runs": runs,
@@ -188,36 +155,22 @@ def main() -> None:
         var = ROOT / "var" / "bench" / f"orchestration-{setup}"
         shutil.rmtree(var, ignore_errors=True)
         var.mkdir(parents=True)
-        os.environ["BDRE_VAR_DIR"] = str(var)
+        env = {"BDRE_VAR_DIR": str(var)}  # the child's broker folders, logs
         if setup == "embedded":
             url = fresh_database("sqlite", "orchestration")
-            os.environ.pop("CELERY_BROKER_URL", None)
         else:
             url = fresh_database("postgres", "orchestration")
             import redis
 
             redis.Redis.from_url(REDIS_URL).flushdb()
+            env["CELERY_BROKER_URL"] = REDIS_URL
         extra = ["--child", "--runs", str(args.runs), "--jobs", str(args.jobs)]
-        env_broker = {} if setup == "embedded" else {"CELERY_BROKER_URL": REDIS_URL}
-        results[setup] = run_child_with(Path(__file__), url, extra, env_broker)
+        results[setup] = run_child(Path(__file__), url, extra, env_extra=env)
     table = report(results)
     print(table)
     if not args.no_write:
         command = "python bench/orchestration.py " + " ".join(sys.argv[1:])
         append_results("Orchestration: overhead around the work", command, table)
-
-
-def run_child_with(script: Path, url: str, args: list[str], env: dict[str, str]) -> dict:
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        return run_child(script, url, args, keep_broker=bool(env))
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 if __name__ == "__main__":

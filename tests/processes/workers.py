@@ -7,7 +7,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +14,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection
 
-ROOT = Path(__file__).resolve().parents[2]
+from bdre.worker import start_worker, stop_worker
 
 
 def database_url() -> str:
@@ -46,31 +45,7 @@ class Worker:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> Worker:
-        out = self.log.open("a")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "bdre",
-                "worker",
-                "-B",
-                "-Q",
-                f"{settings.BDRE_QUEUE},{settings.BDRE_SPARK_QUEUE}",
-                "--concurrency",
-                "2",
-                "--loglevel",
-                "INFO",
-                "--without-gossip",
-                "--without-mingle",
-            ],
-            cwd=ROOT,
-            env=self.env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # one process group: a kill takes the children along
-        )
+        self.proc = start_worker(self.log, env=self.env)
         return self
 
     def kill(self) -> None:
@@ -80,15 +55,8 @@ class Worker:
             self.proc.wait(10)
 
     def stop(self) -> None:
-        """A warm shutdown of the main process, then whatever is left of the group."""
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(30)
         if self.proc:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
+            stop_worker(self.proc)
 
     def output(self) -> str:
         return self.log.read_text() if self.log.exists() else ""

@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -12,6 +9,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from bdre.worker import start_worker, stop_worker
 from processes import demo
 
 
@@ -75,27 +73,7 @@ class Command(BaseCommand):
         landing = demo.landing_folder()
         log = settings.VAR_DIR / "demo-worker.log"
         out.write(f"  starting the embedded worker with Beat (log: {log})")
-        self.worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "bdre",
-                "worker",
-                "-B",
-                "-Q",
-                f"{settings.BDRE_QUEUE},{settings.BDRE_SPARK_QUEUE}",
-                "--concurrency",
-                "2",
-                "--loglevel",
-                "INFO",
-            ],
-            cwd=Path(settings.BASE_DIR),
-            stdout=log.open("a"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        self.worker = start_worker(log)
         passes = demo.passes_done(setup)
         files, seen = demo.generate_landing(landing, files=o["files"], events=o["events"])
         out.write(f"  dropped {len(files)} files into {landing} (one still being written)")
@@ -131,12 +109,5 @@ class Command(BaseCommand):
 
     def _stop_worker(self) -> None:
         worker = getattr(self, "worker", None)
-        if worker is None:
-            return
-        if worker.poll() is None:
-            worker.send_signal(signal.SIGTERM)  # a warm shutdown: running steps finish
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                worker.wait(60)
-        # Whatever is left of its process group (a Spark JVM of a killed pool process).
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(worker.pid, signal.SIGKILL)
+        if worker is not None:
+            stop_worker(worker, timeout=60)  # running steps get a minute to finish

@@ -1,0 +1,54 @@
+"""A Celery worker in a child process of its own, as ``make demo``, the tests and the
+orchestration benchmark start one: both queues, optionally Beat, its own process group."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from django.conf import settings
+
+
+def start_worker(
+    log: Path,
+    *,
+    beat: bool = True,
+    concurrency: int = 2,
+    name: str | None = None,
+    loglevel: str = "INFO",
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen:
+    """``celery -A bdre worker`` on the default and the Spark queue, writing to ``log``. In
+    a process group of its own, so that ``stop_worker`` (or a kill of the group) also ends
+    its pool processes and the Spark JVMs they started."""
+    argv = [sys.executable, "-m", "celery", "-A", "bdre", "worker"]
+    argv += ["-B"] if beat else []
+    argv += ["-Q", f"{settings.BDRE_QUEUE},{settings.BDRE_SPARK_QUEUE}"]
+    argv += ["--concurrency", str(concurrency), "--loglevel", loglevel]
+    argv += ["-n", name] if name else []
+    # Workers started together need not exchange state at start-up; it only slows them.
+    argv += ["--without-gossip", "--without-mingle"]
+    return subprocess.Popen(
+        argv,
+        cwd=Path(settings.BASE_DIR),
+        env=env,
+        stdout=log.open("a"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def stop_worker(worker: subprocess.Popen, timeout: float = 30) -> None:
+    """A warm shutdown of the worker (running tasks finish, for ``timeout`` seconds), then
+    whatever is left of its process group."""
+    if worker.poll() is None:
+        worker.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            worker.wait(timeout)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait(10)
