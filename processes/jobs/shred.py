@@ -65,24 +65,26 @@ def _well_formed(parts: Column) -> Column:
 
 
 def keyed_lines(raw: DataFrame) -> DataFrame:
-    """Each line's number, field count, the three fields deduplication needs, and the line
-    itself only when it is a bad row. The runner caches this narrow frame (a few bytes a
-    line): every decision is taken on it, and the good lines are read again, once, to be
-    split into their 131 fields and written."""
+    """Each line's number, whether it is well formed (``_good``), its field count, the three
+    fields deduplication needs, and the line itself only when it is a bad row. The runner
+    caches this narrow frame (a few bytes a line): every decision is taken on it, and the
+    good lines are read again, once, to be split into their 131 fields and written."""
     parts = F.col("_parts")
-    return (
-        _numbered(raw)
-        .select(
-            F.when(~_well_formed(parts), F.col("value")).alias("value"),
-            F.col("source_file"),
-            F.col(ROW),
-            F.size(parts).alias("_n"),
-            _field(parts, _EVENT_ID).alias("event_id"),
-            _field(parts, _FINGERPRINT).alias("event_fingerprint"),
-            _field(parts, _ETL).alias("etl_tstamp"),
-            F.xxhash64(F.col("value")).alias("_hash"),
-        )
-        .select("*", *hashes_of(F.col("event_id"), F.col("event_fingerprint")))
+    keyed = _numbered(raw).select(
+        F.col("value"),
+        F.col("source_file"),
+        F.col(ROW),
+        _well_formed(parts).alias("_good"),
+        F.size(parts).alias("_n"),
+        _field(parts, _EVENT_ID).alias("event_id"),
+        _field(parts, _FINGERPRINT).alias("event_fingerprint"),
+        _field(parts, _ETL).alias("etl_tstamp"),
+        F.xxhash64(F.col("value")).alias("_hash"),
+    )
+    return keyed.select(
+        F.when(~F.col("_good"), F.col("value")).alias("value"),
+        *[c for c in keyed.columns if c != "value"],
+        *hashes_of(F.col("event_id"), F.col("event_fingerprint")),
     )
 
 
@@ -96,17 +98,13 @@ def hashes_of(event_id: Column, fingerprint: Column) -> list[Column]:
     ]
 
 
-def _is_good() -> Column:
-    return (F.col("_n") == len(FIELDS)) & F.col("event_id").isNotNull()
-
-
 def good_lines(keyed: DataFrame) -> DataFrame:
-    return keyed.filter(_is_good())
+    return keyed.filter(F.col("_good"))
 
 
 def bad_rows(keyed: DataFrame) -> DataFrame:
     """Lines without 131 fields or without an event id: ``line``, ``source_file``, ``reason``."""
-    return keyed.filter(~_is_good()).select(
+    return keyed.filter(~F.col("_good")).select(
         F.col("value").alias("line"),
         F.col("source_file"),
         F.when(

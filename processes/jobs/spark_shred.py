@@ -53,7 +53,7 @@ def shred_and_dedupe(
     clock = Clock()
     keyed = shred.keyed_lines(raw).cache()
     totals = keyed.agg(
-        F.count(F.lit(1)).alias("lines"), F.count_if(F.col("value").isNotNull()).alias("bad")
+        F.count(F.lit(1)).alias("lines"), F.count_if(~F.col("_good")).alias("bad")
     ).first()
     clock.lap("read, split and key the lines")
     good = shred.good_lines(keyed)
