@@ -94,15 +94,7 @@ def set_schedule(job_id: int, schedule: Schedule) -> Schedule:
     schedule is removed (the job may still run on upstream batches or by hand)."""
     _validate(schedule)
     job = _job(job_id)
-    Property.objects.update_or_create(
-        process=job,
-        config_group="schedule",
-        key="on_upstream",
-        defaults={
-            "value": "true" if schedule.on_upstream else "false",
-            "description": "run as soon as an upstream job has queued a batch for this job",
-        },
-    )
+    _set_on_upstream(job, schedule.on_upstream)
     if not schedule.is_timed:
         PeriodicTask.objects.filter(name=task_name(job.pk)).delete()
         return schedule_of(job.pk)
@@ -125,6 +117,26 @@ def set_schedule(job_id: int, schedule: Schedule) -> Schedule:
     )
     # update(): no save signal, and the job's other fields stay as they are in the database.
     Process.objects.filter(pk=job.pk).update(schedule=task)
+    return schedule_of(job.pk)
+
+
+def _set_on_upstream(job: Process, on_upstream: bool) -> None:
+    Property.objects.update_or_create(
+        process=job,
+        config_group="schedule",
+        key="on_upstream",
+        defaults={
+            "value": "true" if on_upstream else "false",
+            "description": "run as soon as an upstream job has queued a batch for this job",
+        },
+    )
+
+
+def set_on_upstream(job_id: int, on_upstream: bool) -> Schedule:
+    """Whether the job runs as soon as an upstream job queued a batch for it; its timed
+    schedule, paused or not, stays as it is."""
+    job = _job(job_id)
+    _set_on_upstream(job, on_upstream)
     return schedule_of(job.pk)
 
 

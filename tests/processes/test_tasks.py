@@ -12,6 +12,7 @@ from processes.registry import StepSpec, create_job
 from processes.schedules import Schedule
 from tests.data.enriched import EventFactory
 from tests.factories import JOB_TYPE
+from tests.processes.pipelines import shred_pipeline
 from tests.processes.workers import Worker, purge_broker, wait_for, worker_env
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -190,37 +191,9 @@ def test_a_worker_killed_during_a_spark_step_loses_and_repeats_nothing(
     landing.mkdir()
     lines, unique = EventFactory(seed=11).batch(3000, natural=0.02, malformed=0.01)
     (landing / "events.tsv").write_text("\n".join(lines) + "\n")
-    ingest = create_job(
-        bus_domain=team.application,
-        name="ingest",
-        process_type_id=JOB_TYPE,
-        steps=[
-            StepSpec(
-                "scan",
-                52,
-                properties={"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}},
-            )
-        ],
-    )
-    shred_job = create_job(
-        bus_domain=team.application,
-        name="shred",
-        process_type_id=JOB_TYPE,
-        lease_seconds=6,
-        steps=[
-            StepSpec(
-                "shred_events",
-                55,
-                upstream=[ingest.pk],
-                properties={
-                    "shred": {"database": "lake", "atomic_table": "events"},
-                    "dedup": {"manifest": "database"},
-                },
-            )
-        ],
-    )
+    ingest, shred_job = shred_pipeline(team.application, landing, lease_seconds=6)
     assert orchestrator.run_job(ingest.pk).succeeded
-    step = shred_job.steps.get()
+    step = shred_job.steps.get(name="shred_events")
 
     first = worker()
     orchestrator.enqueue_run(shred_job.pk)

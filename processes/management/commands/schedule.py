@@ -37,22 +37,21 @@ class Command(JsonCommand):
                 schedules.pause(job)
             elif o["resume"]:
                 schedules.resume(job)
-            elif o["cron"] or o["every"] or o["on_upstream"] is not None:
-                current = schedules.schedule_of(job)
-                timed = bool(o["cron"] or o["every"])
+            elif o["cron"] or o["every"]:
+                on_upstream = o["on_upstream"]
+                if on_upstream is None:
+                    on_upstream = schedules.runs_on_upstream(job)
                 schedules.set_schedule(
                     job,
                     schedules.Schedule(
-                        cron=o["cron"] or ("" if timed else current.cron),
-                        every_seconds=o["every"] if timed else current.every_seconds,
-                        timezone=o["timezone"] if timed else current.timezone,
-                        # Changing only the trigger leaves a paused schedule paused.
-                        enabled=True if timed or not current.is_timed else current.enabled,
-                        on_upstream=(
-                            current.on_upstream if o["on_upstream"] is None else o["on_upstream"]
-                        ),
+                        cron=o["cron"] or "",
+                        every_seconds=o["every"],
+                        timezone=o["timezone"],
+                        on_upstream=on_upstream,
                     ),
                 )
+            elif o["on_upstream"] is not None:
+                schedules.set_on_upstream(job, o["on_upstream"])
         except ValidationError as exc:
             self.stderr.write(f"invalid schedule: {exc.message_dict}")
             sys.exit(2)

@@ -12,12 +12,10 @@ from django.utils import timezone
 from batches.models import EventManifest, HiveTable
 from processes import orchestrator
 from processes.models import InstanceExec, Property
-from processes.registry import StepSpec, create_job
 from tests.data.enriched import EventFactory
-from tests.factories import JOB_TYPE
+from tests.processes.pipelines import shred_pipeline
 
 pytestmark = pytest.mark.django_db
-SCAN, SHRED, CALL = 52, 55, 51
 
 
 @pytest.fixture
@@ -31,36 +29,7 @@ def lake(tmp_path, settings, spark):
 @pytest.fixture
 def pipeline(team, lake):
     def make(manifest: str = "database", ttl_days: int = 180, **dedup: str):
-        ingest = create_job(
-            bus_domain=team.application,
-            name="ingest",
-            process_type_id=JOB_TYPE,
-            steps=[
-                StepSpec(
-                    "scan",
-                    SCAN,
-                    properties={"scan": {"location": lake.as_uri(), "min_age_seconds": "0"}},
-                )
-            ],
-        )
-        shred_job = create_job(
-            bus_domain=team.application,
-            name="shred",
-            process_type_id=JOB_TYPE,
-            steps=[
-                StepSpec(
-                    "shred_events",
-                    SHRED,
-                    upstream=[ingest.pk],
-                    properties={
-                        "shred": {"database": "lake", "atomic_table": "events"},
-                        "dedup": {"manifest": manifest, "ttl_days": str(ttl_days), **dedup},
-                    },
-                ),
-                StepSpec("after", CALL),
-            ],
-        )
-        return ingest, shred_job
+        return shred_pipeline(team.application, lake, manifest=manifest, ttl_days=ttl_days, **dedup)
 
     return make
 
