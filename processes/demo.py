@@ -203,7 +203,7 @@ def _write(path: Path, lines: list[str]) -> Path:
 class DemoSummary:
     files: int
     batches: int
-    runs: dict[str, str]  # job -> state of its last run
+    runs: dict[str, str]  # job -> state of its last finished run
     counters: dict[str, int]  # the shred step's counters, summed over its runs
     tables: list[str]
 
@@ -212,7 +212,7 @@ class DemoSummary:
         out = [
             f"  files registered:    {self.files}",
             f"  batches:             {self.batches}",
-            *(f"  last run of {job}: {state}" for job, state in self.runs.items()),
+            *(f"  last finished run of {job}: {state}" for job, state in self.runs.items()),
             f"  events in:           {c.get('rows_in', 0)}",
             f"  events out:          {c.get('rows_out', 0)}",
             f"  bad rows:            {c.get('bad_rows', 0)}",
@@ -232,8 +232,12 @@ def summary(setup: DemoSetup) -> DemoSummary:
     app = setup.application
     runs = {}
     for job in setup.jobs:
-        last = InstanceExec.objects.filter(process=job).order_by("-id").first()
+        # The last finished run: the 20-second scan may well be running at this moment.
+        runs_of_job = InstanceExec.objects.filter(process=job)
+        last = runs_of_job.exclude(exec_state_id=ExecState.RUNNING).order_by("-id").first()
         runs[job.name] = ExecState(last.exec_state_id).name if last else "not run yet"
+        if runs_of_job.filter(exec_state_id=ExecState.RUNNING).exists():
+            runs[job.name] += " (and one running now)"
     totals: dict[str, int] = {}
     for counters in InstanceExec.objects.filter(
         process__parent=setup.jobs[1], exec_state_id=ExecState.SUCCESS

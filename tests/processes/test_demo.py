@@ -86,7 +86,7 @@ def test_make_demo_runs_the_pipeline_on_the_embedded_worker(tmp_path):
     out = done.stdout
     assert re.search(r"login:\s+demo / \S+", out)
     for job in JOBS:
-        assert f"last run of {job}: SUCCESS" in out, out
+        assert f"last finished run of {job}: SUCCESS" in out, out
     counts = {k: int(v) for k, v in re.findall(r"^\s+([a-z ,]+):\s+(\d+)$", out, re.M)}
     assert counts["files registered"] == 3  # 2, then 1 more; the one being written waits
     assert (
