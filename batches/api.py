@@ -1,7 +1,8 @@
-"""REST: the queue (requeue, discard) and files (register)."""
+"""REST: batches, the queue (requeue, discard), the archive and files (register)."""
 
 from __future__ import annotations
 
+from django.db.models import Count
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -9,8 +10,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from batches import queue
-from batches.models import Batch, BatchConsumpQueue, File
+from batches.filters import ArchiveFilter, BatchFilter, FileFilter, QueueFilter
+from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, File
 from batches.serializers import (
+    ArchiveRowSerializer,
+    BatchSerializer,
     DiscardInput,
     FileSerializer,
     QueueRowSerializer,
@@ -20,6 +24,7 @@ from batches.serializers import (
 from bdre.access import Role, scope
 from bdre.api import ErrorSerializer, acting_on
 from bdre.errors import Code
+from bdre.ids import ID_REGEX
 from processes.models import Process, Server
 
 QUEUE_ERRORS = {
@@ -30,10 +35,10 @@ QUEUE_ERRORS = {
 
 
 class QueueViewSet(viewsets.ReadOnlyModelViewSet):
-    lookup_value_regex = r"\d+"  # ids only: anything else is a 404, never a 500
+    lookup_value_regex = ID_REGEX  # anything else is a 404, never a 500
     serializer_class = QueueRowSerializer
-    filterset_fields = ("process", "source_process", "batch_state", "batch_marking", "target_batch")
-    ordering_fields = ("id", "insert_ts", "attempts")
+    filterset_class = QueueFilter
+    ordering_fields = ("id", "insert_ts", "start_ts", "end_ts", "attempts")
 
     def get_queryset(self):
         return scope(self.request.user, BatchConsumpQueue.objects.select_related("batch_state"))
@@ -60,10 +65,37 @@ class QueueViewSet(viewsets.ReadOnlyModelViewSet):
         return Response(QueueRowSerializer(row).data)
 
 
+class ArchiveViewSet(viewsets.ReadOnlyModelViewSet):
+    """Queue rows whose work is done (processed or discarded), as they were archived."""
+
+    lookup_value_regex = ID_REGEX  # anything else is a 404, never a 500
+    serializer_class = ArchiveRowSerializer
+    filterset_class = ArchiveFilter
+    ordering_fields = ("id", "insert_ts", "end_ts", "archived_ts", "attempts")
+
+    def get_queryset(self):
+        return scope(self.request.user, ArchiveConsumpQueue.objects.select_related("batch_state"))
+
+
+class BatchViewSet(viewsets.ReadOnlyModelViewSet):
+    """Batches: what a run produced or a file registration created, with its file count."""
+
+    lookup_value_regex = ID_REGEX  # anything else is a 404, never a 500
+    serializer_class = BatchSerializer
+    filterset_class = BatchFilter
+    ordering_fields = ("id", "created_ts")
+
+    def get_queryset(self):
+        batches = Batch.objects.select_related("source_instance_exec")
+        # GROUP BY drops Meta.ordering: order again so that pages are stable.
+        visible = scope(self.request.user, batches)
+        return visible.annotate(file_count=Count("files")).order_by("-id")
+
+
 class FileViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    lookup_value_regex = r"\d+"  # ids only: anything else is a 404, never a 500
+    lookup_value_regex = ID_REGEX  # anything else is a 404, never a 500
     serializer_class = FileSerializer
-    filterset_fields = ("batch", "server", "path")
+    filterset_class = FileFilter
     ordering_fields = ("id", "creation_ts", "file_size")
 
     def get_queryset(self):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from batches.models import BatchConsumpQueue, File
+from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, File
 
 
 class QueueRowSerializer(serializers.ModelSerializer):
@@ -53,3 +53,37 @@ class RegisteredSerializer(serializers.Serializer):
 
 class DiscardInput(serializers.Serializer):
     reason = serializers.CharField(max_length=2000)
+
+
+class ArchiveRowSerializer(serializers.ModelSerializer):
+    batch_state_name = serializers.CharField(source="batch_state.name", read_only=True)
+
+    class Meta:
+        model = ArchiveConsumpQueue
+        fields = (
+            "id",
+            "queue_id",
+            *QueueRowSerializer.Meta.fields[1:],
+            "archived_ts",
+        )
+        read_only_fields = fields
+
+
+class BatchSerializer(serializers.ModelSerializer):
+    source_process = serializers.IntegerField(
+        source="source_instance_exec.process_id", read_only=True, allow_null=True
+    )
+    files = serializers.IntegerField(source="file_count", read_only=True)
+
+    class Meta:
+        model = Batch
+        fields = (
+            "id",
+            "bus_domain",
+            "source_instance_exec",
+            "source_process",
+            "batch_type",
+            "created_ts",
+            "files",
+        )
+        read_only_fields = fields

@@ -1,16 +1,20 @@
-"""Shared pieces of the REST API: the error body of a BdreError and role checks."""
+"""Shared pieces of the REST API: the error body of a BdreError, role checks, and the base of
+every team-scoped resource."""
 
 from __future__ import annotations
 
+from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import models
-from rest_framework import exceptions, serializers
+from django.db import DataError, IntegrityError, models
+from django.db.models import ProtectedError, RestrictedError
+from rest_framework import exceptions, permissions, serializers, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from bdre.access import Role, can, scope
-from bdre.errors import BdreError, Code
+from bdre.access import Role, can, role_in, scope, team_of
+from bdre.errors import BdreError, Code, Conflict
+from bdre.ids import ID_REGEX
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -23,6 +27,19 @@ class ErrorSerializer(serializers.Serializer):
 def exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, BdreError):
         return Response(exc.as_dict(), status=exc.http_status)
+    if isinstance(exc, Conflict):
+        return Response({"detail": str(exc)}, status=409)
+    if isinstance(exc, ProtectedError | RestrictedError):
+        rows = getattr(exc, "protected_objects", None) or exc.restricted_objects
+        used_by = sorted({str(type(o)._meta.verbose_name_plural) for o in rows})
+        detail = f"Still in use by {', '.join(used_by)}: remove those first."
+        return Response({"detail": detail}, status=409)
+    if isinstance(exc, OverflowError | DataError):
+        # A number or text past what the database column holds (an id of 40 digits).
+        return Response({"detail": f"A value is out of range: {exc}"}, status=400)
+    if isinstance(exc, IntegrityError):
+        # A race past the validation (two requests creating the same name at once).
+        return Response({"detail": f"Conflicts with existing data: {exc}"}, status=409)
     if isinstance(exc, DjangoValidationError):
         detail = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
         exc = exceptions.ValidationError(detail)
@@ -42,3 +59,66 @@ def acting_on(
         raise BdreError(unknown, f"{pk}", http_status=404)
     if not can(request.user, obj, role):
         raise exceptions.PermissionDenied(f"This needs the {role.value} role in the owning team.")
+
+
+def require_role(user, team: Group | None, role: Role) -> None:
+    """403 unless ``user`` holds ``role`` (or more) in ``team``."""
+    held = role_in(user, team) if team is not None else None
+    if held is None or held.value not in Role.at_least(role):
+        raise exceptions.PermissionDenied(f"This needs the {role.value} role in the owning team.")
+
+
+class ScopedRelatedField(serializers.PrimaryKeyRelatedField):
+    """A reference by id to a team-owned row: only rows the requesting user may see are
+    accepted, so another team's id reads as "does not exist" and reveals nothing."""
+
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        request = self.context.get("request")
+        if request is None:  # the CLI and services: no user to scope by
+            return queryset
+        return scope(request.user, queryset)
+
+
+class ScopedViewSet(viewsets.ModelViewSet):
+    """CRUD over the rows the user's teams may see (the one selector, ``scope``).
+
+    Reads need the viewer role, creates and updates ``write_role``, deletes ``delete_role``
+    in the owning team: a row of another team is a 404, a visible row without the role a
+    403. Subclasses give ``base_queryset`` and ``owner_team`` (the team a new or changed
+    row will belong to, from the validated input)."""
+
+    lookup_value_regex = ID_REGEX  # anything else is a 404, never a 500
+    write_role = Role.DEVELOPER
+    delete_role = Role.ADMIN
+    http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
+
+    def base_queryset(self) -> models.QuerySet:
+        raise NotImplementedError
+
+    def owner_team(self, data: dict) -> Group | None:
+        raise NotImplementedError
+
+    def get_queryset(self):
+        return scope(self.request.user, self.base_queryset())
+
+    def check_object_permissions(self, request: Request, obj: models.Model) -> None:
+        super().check_object_permissions(request, obj)
+        if request.method in permissions.SAFE_METHODS:
+            return
+        role = self.delete_role if request.method == "DELETE" else self.write_role
+        require_role(request.user, team_of(obj), role)
+
+    def perform_create(self, serializer: serializers.BaseSerializer) -> None:
+        require_role(self.request.user, self.owner_team(serializer.validated_data), self.write_role)
+        serializer.save()
+
+    def perform_update(self, serializer: serializers.BaseSerializer) -> None:
+        # Moving a row to another team needs the role there as well.
+        data = {**_current(serializer.instance), **serializer.validated_data}
+        require_role(self.request.user, self.owner_team(data), self.write_role)
+        serializer.save()
+
+
+def _current(instance: models.Model) -> dict:
+    return {f.name: getattr(instance, f.name) for f in instance._meta.concrete_fields}

@@ -2,14 +2,34 @@ from django.urls import path
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
-from batches.api import FileViewSet, QueueViewSet
-from processes.api import ProcessViewSet, RunViewSet
+from batches.api import ArchiveViewSet, BatchViewSet, FileViewSet, QueueViewSet
+from bdre.team_api import MASTER_TABLES, MembershipViewSet, TeamViewSet, master_viewset
+from processes.api import (
+    ApplicationViewSet,
+    LogViewSet,
+    ProcessViewSet,
+    PropertyViewSet,
+    RunViewSet,
+    ServerViewSet,
+    TemplateViewSet,
+)
 
 router = DefaultRouter()
+router.register("applications", ApplicationViewSet, basename="application")
 router.register("processes", ProcessViewSet, basename="process")
+router.register("templates", TemplateViewSet, basename="template")
+router.register("properties", PropertyViewSet, basename="property")
 router.register("runs", RunViewSet, basename="run")
+router.register("logs", LogViewSet, basename="log")
+router.register("batches", BatchViewSet, basename="batch")
 router.register("queue", QueueViewSet, basename="queue")
+router.register("archive", ArchiveViewSet, basename="archive")
 router.register("files", FileViewSet, basename="file")
+router.register("servers", ServerViewSet, basename="server")
+router.register("teams", TeamViewSet, basename="team")
+router.register("memberships", MembershipViewSet, basename="membership")
+for prefix, model in MASTER_TABLES.items():
+    router.register(f"master/{prefix}", master_viewset(model), basename=prefix)
 
 urlpatterns = [
     path("auth/token/", obtain_auth_token, name="api-token"),

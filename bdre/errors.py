@@ -76,3 +76,8 @@ class BdreError(Exception):
 
     def as_dict(self) -> dict[str, object]:
         return {"code": int(self.code), "message": self.message}
+
+
+class Conflict(Exception):
+    """A registry change the current state forbids (deleting a job that is running or that
+    other jobs consume): HTTP 409 with ``{"detail": message}``."""

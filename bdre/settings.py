@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc served from here: no CDN
     "django_celery_beat",
     "bdre.apps.BdreConfig",
     "processes",
@@ -112,8 +113,14 @@ TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
 
+SESSION_ENGINE = "bdre.sessions"
+
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+# Without collectstatic (the embedded default), serve straight from the apps; production
+# (DEBUG=false) serves what collectstatic gathered.
+WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_AUTOREFRESH = DEBUG
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -138,7 +145,7 @@ if not FIELD_ENCRYPTION_KEY:
 # --- REST API -----------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "bdre.authentication.SafeTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -156,6 +163,13 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Metadata registry and orchestration engine for incremental batch pipelines.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "bdre.openapi.add_error_answers",
+    ],
 }
 
 # --- Celery -------------------------------------------------------------------------------

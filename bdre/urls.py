@@ -1,9 +1,10 @@
 from django.contrib import admin
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
-from django.urls import include, path
+from django.urls import Resolver404, include, path, re_path, resolve
+from django.views.decorators.csrf import csrf_exempt
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 admin.site.site_header = "BDRE administration"
 admin.site.site_title = "BDRE"
@@ -18,10 +19,26 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok", "database": connection.vendor})
 
 
+@csrf_exempt  # nothing is changed here; a CSRF refusal would hide the 404 behind HTML
+def api_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
+    """Unknown API paths (an id that is not a number, a misspelt resource) answer JSON like
+    the rest of the API, not Django's HTML page."""
+    detail = "Not found."
+    if not request.path.endswith("/"):
+        try:
+            if resolve(request.path + "/").func is not api_not_found:
+                detail = f"Not found: API paths end with a slash ({request.path}/)."
+        except Resolver404:
+            pass
+    return JsonResponse({"detail": detail}, status=404)
+
+
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="admin:index", permanent=False)),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
     path("api/v1/", include("bdre.api_urls")),
+    re_path(r"^api/v1/(?P<rest>[\s\S]*)$", api_not_found),  # ids may hold newlines
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]

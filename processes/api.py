@@ -1,8 +1,10 @@
-"""REST: processes and runs, with the lifecycle actions of DESIGN.md section 7."""
+"""REST: applications, processes (with the lifecycle actions of DESIGN.md section 7, whole
+pipelines, export and import), templates, properties, servers, runs and their logs."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from django.db.models import Q
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -11,11 +13,22 @@ from rest_framework.response import Response
 from batches import queue as batch_queue
 from batches.serializers import FileSerializer
 from bdre.access import Role, scope
-from bdre.api import ErrorSerializer, acting_on
-from bdre.errors import Code
-from processes import lifecycle, orchestrator, schedules
-from processes.models import InstanceExec, Process
+from bdre.api import ErrorSerializer, ScopedViewSet, acting_on, require_role
+from bdre.errors import BdreError, Code
+from bdre.ids import ID_REGEX
+from processes import lifecycle, orchestrator, registry, schedules
+from processes.filters import LogFilter, ProcessFilter, PropertyFilter, RunFilter, TemplateFilter
+from processes.models import (
+    BusDomain,
+    InstanceExec,
+    Process,
+    ProcessLog,
+    ProcessTemplate,
+    Property,
+    Server,
+)
 from processes.serializers import (
+    ApplicationSerializer,
     FilesBetweenInput,
     HaltJobInput,
     HeartbeatResultSerializer,
@@ -23,14 +36,29 @@ from processes.serializers import (
     InitJobResultSerializer,
     InitStepInput,
     InitStepResultSerializer,
+    InstantiateSerializer,
+    LogSerializer,
+    PipelineSerializer,
+    ProcessDetailSerializer,
     ProcessSerializer,
+    PropertySerializer,
+    RunDetailSerializer,
     RunQueuedSerializer,
     RunSerializer,
     ScheduleSerializer,
+    ServerSerializer,
     StepInput,
+    TemplateSerializer,
     TerminatedSerializer,
     TermInput,
 )
+
+REGISTRY_ERRORS = {
+    400: OpenApiResponse(description="invalid input: the body names each field at fault"),
+    403: OpenApiResponse(description="the user's role in the owning team is too low"),
+    404: OpenApiResponse(description="not found, or owned by a team the user is not in"),
+    409: OpenApiResponse(description="the current state forbids it (a running job)"),
+}
 
 ERRORS = {
     400: OpenApiResponse(ErrorSerializer, description="invalid input (101, 113, 114)"),
@@ -46,16 +74,98 @@ def _body(serializer_class, request: Request) -> dict:
     return serializer.validated_data
 
 
-class ProcessViewSet(viewsets.ReadOnlyModelViewSet):
-    lookup_value_regex = r"\d+"  # ids only: anything else is a 404, never a 500
-    serializer_class = ProcessSerializer
-    filterset_fields = ("bus_domain", "parent", "process_type")
+class ApplicationViewSet(ScopedViewSet):
+    """Applications (BDRE's bus domains). Creating or changing one needs the developer role
+    in its team; deleting it, the admin role (and no process left in it)."""
+
+    serializer_class = ApplicationSerializer
+    filterset_fields = ("team", "name")
     ordering_fields = ("id", "name", "add_ts")
 
-    def get_queryset(self):
-        return scope(self.request.user, Process.objects.filter(deleted=False)).prefetch_related(
-            "enqueuing_processes", "next_processes"
+    def base_queryset(self):
+        return BusDomain.objects.select_related("team")
+
+    def owner_team(self, data: dict):
+        return data.get("team")
+
+
+@extend_schema_view(
+    create=extend_schema(responses={201: ProcessSerializer, **REGISTRY_ERRORS}),
+    update=extend_schema(responses={200: ProcessSerializer, **REGISTRY_ERRORS}),
+    partial_update=extend_schema(responses={200: ProcessSerializer, **REGISTRY_ERRORS}),
+    destroy=extend_schema(
+        responses={204: None, **REGISTRY_ERRORS},
+        description="Mark a job and its steps deleted (runs, batches and lineage stay), or "
+        "one step, whose predecessors are linked to its successors. Needs the admin role.",
+    ),
+)
+class ProcessViewSet(ScopedViewSet):
+    filterset_class = ProcessFilter
+    ordering_fields = ("id", "name", "add_ts")
+
+    def base_queryset(self):
+        return (
+            Process.objects.filter(deleted=False)
+            .select_related("bus_domain", "process_type")
+            .prefetch_related("enqueuing_processes", "next_processes")
         )
+
+    def get_serializer_class(self):
+        return ProcessDetailSerializer if self.action == "retrieve" else ProcessSerializer
+
+    def owner_team(self, data: dict):
+        return data["bus_domain"].team if data.get("bus_domain") else None
+
+    def perform_create(self, serializer: ProcessSerializer) -> None:
+        require_role(self.request.user, self.owner_team(serializer.validated_data), Role.DEVELOPER)
+        serializer.instance = registry.create_process(serializer.changes())
+
+    def perform_update(self, serializer: ProcessSerializer) -> None:
+        changes = serializer.changes()
+        require_role(self.request.user, changes.bus_domain.team, Role.DEVELOPER)
+        serializer.instance = registry.update_process(serializer.instance.pk, changes)
+
+    def perform_destroy(self, instance: Process) -> None:
+        registry.delete_process(instance.pk)
+
+    def _register(self, request: Request) -> Response:
+        document = PipelineSerializer(data=request.data, context={"request": request})
+        document.is_valid(raise_exception=True)
+        spec = document.spec()
+        require_role(request.user, spec.bus_domain.team, Role.DEVELOPER)
+        job = registry.register_pipeline(spec)
+        return Response(ProcessDetailSerializer(job).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request=PipelineSerializer,
+        responses={201: ProcessDetailSerializer, **REGISTRY_ERRORS},
+        description="Register a whole job in one request: its steps, their links and "
+        "upstream jobs, properties and schedule. All or nothing.",
+    )
+    @action(detail=False, methods=["post"])
+    def pipeline(self, request: Request) -> Response:
+        return self._register(request)
+
+    @extend_schema(
+        request=PipelineSerializer,
+        responses={201: ProcessDetailSerializer, **REGISTRY_ERRORS},
+        description="Import a job exported by GET /processes/{id}/export/ (from this or "
+        "another installation): the same document as /processes/pipeline/.",
+    )
+    @action(detail=False, methods=["post"], url_path="import")
+    def import_job(self, request: Request) -> Response:
+        return self._register(request)
+
+    @extend_schema(
+        responses={200: PipelineSerializer, **ERRORS},
+        description="The job as a portable document (names, not ids) for import.",
+    )
+    @action(detail=True, methods=["get"])
+    def export(self, request: Request, pk: str) -> Response:
+        job = self.get_object()
+        if not job.is_job:
+            raise BdreError(Code.INVALID_PARENT_PROCESS, f"{pk} is a step: export its job")
+        return Response(registry.export_job(job))
 
     def _job(self, request: Request, pk: str) -> int:
         acting_on(
@@ -189,13 +299,33 @@ class ProcessViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet):
-    lookup_value_regex = r"\d+"  # ids only: anything else is a 404, never a 500
-    serializer_class = RunSerializer
-    filterset_fields = ("process", "parent", "exec_state", "target_batch")
+    """Runs of jobs and of their steps, with counters; a job run's detail lists its step
+    runs."""
+
+    lookup_value_regex = ID_REGEX  # anything else is a 404, never a 500
+    filterset_class = RunFilter
     ordering_fields = ("id", "start_ts", "end_ts")
 
     def get_queryset(self):
-        return scope(self.request.user, InstanceExec.objects.select_related("exec_state"))
+        return scope(
+            self.request.user, InstanceExec.objects.select_related("exec_state", "process")
+        )
+
+    def get_serializer_class(self):
+        return RunDetailSerializer if self.action == "retrieve" else RunSerializer
+
+    @extend_schema(
+        responses={200: LogSerializer(many=True)},
+        description="The log lines of the run and of its step runs, oldest first.",
+    )
+    @action(detail=True, methods=["get"], filterset_class=None, ordering_fields=["id"])
+    def logs(self, request: Request, pk: str) -> Response:
+        run = self.get_object()
+        rows = ProcessLog.objects.filter(
+            Q(instance_exec=run) | Q(instance_exec__parent=run)
+        ).order_by("id")
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(LogSerializer(page, many=True).data)
 
     @extend_schema(request=None, responses={200: HeartbeatResultSerializer, **ERRORS})
     @action(detail=True, methods=["post"])
@@ -204,3 +334,104 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
             request, InstanceExec, int(pk), role=Role.DEVELOPER, unknown=Code.PROCESS_NOT_RUNNING
         )
         return Response({"lease_expires_at": lifecycle.heartbeat(int(pk))})
+
+
+class LogViewSet(viewsets.ReadOnlyModelViewSet):
+    lookup_value_regex = ID_REGEX  # anything else is a 404, never a 500
+    serializer_class = LogSerializer
+    filterset_class = LogFilter
+    ordering_fields = ("id", "add_ts")
+
+    def get_queryset(self):
+        return scope(self.request.user, ProcessLog.objects.all())
+
+
+class PropertyViewSet(ScopedViewSet):
+    """Properties of processes by config group; a developer of the team edits them."""
+
+    serializer_class = PropertySerializer
+    filterset_class = PropertyFilter
+    ordering_fields = ("id", "config_group", "key")
+    delete_role = Role.DEVELOPER
+
+    def base_queryset(self):
+        return Property.objects.filter(process__deleted=False)
+
+    def owner_team(self, data: dict):
+        return data["process"].bus_domain.team if data.get("process") else None
+
+
+@extend_schema_view(
+    create=extend_schema(request=TemplateSerializer, responses={201: TemplateSerializer}),
+    update=extend_schema(request=TemplateSerializer, responses={200: TemplateSerializer}),
+)
+class TemplateViewSet(ScopedViewSet):
+    """Job templates with their step templates, written and read as whole documents; a job
+    is made from one with ``instantiate``."""
+
+    serializer_class = TemplateSerializer
+    filterset_class = TemplateFilter
+    ordering_fields = ("id", "name", "add_ts")
+    delete_role = Role.DEVELOPER
+    http_method_names = ["get", "post", "put", "delete", "head", "options"]
+
+    def base_queryset(self):
+        return ProcessTemplate.objects.filter(parent=None, deleted=False).select_related(
+            "bus_domain", "process_type"
+        )
+
+    def owner_team(self, data: dict):
+        return data["application"].team if data.get("application") else None
+
+    def perform_create(self, serializer: TemplateSerializer) -> None:
+        require_role(self.request.user, self.owner_team(serializer.validated_data), Role.DEVELOPER)
+        serializer.instance = registry.save_template(serializer.spec())
+
+    def perform_update(self, serializer: TemplateSerializer) -> None:
+        require_role(self.request.user, self.owner_team(serializer.validated_data), Role.DEVELOPER)
+        serializer.instance = registry.save_template(serializer.spec(), serializer.instance.pk)
+
+    def perform_destroy(self, instance: ProcessTemplate) -> None:
+        registry.delete_template(instance.pk)
+
+    @extend_schema(
+        request=InstantiateSerializer,
+        responses={201: ProcessDetailSerializer, **REGISTRY_ERRORS},
+        description="Create a job from the template: step s becomes <name>_<s>; upstream "
+        "jobs per step; properties override the template's (\"group\" for the job's own, "
+        '"step.group" for a step\'s).',
+    )
+    @action(detail=True, methods=["post"])
+    def instantiate(self, request: Request, pk: str) -> Response:
+        template = self.get_object()
+        body = InstantiateSerializer(data=request.data, context={"request": request})
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        application = data.get("application") or template.bus_domain
+        require_role(request.user, application.team, Role.DEVELOPER)
+        schedule = data.get("schedule")
+        job = registry.instantiate(
+            template,
+            name=data["name"],
+            bus_domain=application,
+            upstream={step: [u.pk for u in jobs] for step, jobs in data["upstream"].items()},
+            properties=data["properties"],
+            schedule=schedules.Schedule(**schedule) if schedule else None,
+        )
+        return Response(ProcessDetailSerializer(job).data, status=status.HTTP_201_CREATED)
+
+
+class ServerViewSet(ScopedViewSet):
+    """Servers holding files. Members of the team read them; admins write them. Passwords
+    and keys are write-only."""
+
+    serializer_class = ServerSerializer
+    filterset_fields = ("team", "server_type", "name")
+    ordering_fields = ("id", "name")
+    write_role = Role.ADMIN
+
+    def base_queryset(self):
+        return Server.objects.all()
+
+    def owner_team(self, data: dict):
+        return data.get("team")

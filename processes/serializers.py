@@ -1,29 +1,26 @@
 from __future__ import annotations
 
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from processes.models import InstanceExec, Process
-
-
-class ProcessSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = Process
-        fields = (
-            "id",
-            "name",
-            "description",
-            "bus_domain",
-            "process_type",
-            "parent",
-            "can_recover",
-            "batch_cut_pattern",
-            "enqueuing_processes",
-            "next_processes",
-            "max_retries",
-            "lease_seconds",
-            "add_ts",
-        )
-        read_only_fields = fields
+from bdre.access import scope, teams
+from bdre.api import ScopedRelatedField
+from bdre.ids import is_id
+from processes import registry, schedules
+from processes.models import (
+    PROCESS_NAME_VALIDATOR,
+    BusDomain,
+    InstanceExec,
+    Process,
+    ProcessLog,
+    ProcessTemplate,
+    ProcessType,
+    Property,
+    Server,
+)
+from processes.workflow import steps_in_order
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -142,3 +139,475 @@ class RunQueuedSerializer(serializers.Serializer):
 
 class TerminatedSerializer(serializers.Serializer):
     terminated_run = serializers.IntegerField()
+
+
+# --- registry resources -------------------------------------------------------------------
+
+
+class ProcessTypeField(serializers.Field):
+    """A process type by id (``23``) or by name (``"spark-shred"``); shown by name."""
+
+    default_error_messages = {"unknown": "Unknown process type {value!r}."}
+
+    def to_internal_value(self, data: object) -> ProcessType:
+        if isinstance(data, bool) or not isinstance(data, int | str):
+            self.fail("unknown", value=data)
+        found = (
+            ProcessType.objects.filter(pk=int(data)).first()
+            if isinstance(data, int) or is_id(str(data))
+            else ProcessType.objects.filter(name=data).first()
+        )
+        if found is None:
+            self.fail("unknown", value=data)
+        return found
+
+    def to_representation(self, value: ProcessType) -> str:
+        return value.name
+
+
+extend_schema_field({"oneOf": [{"type": "integer"}, {"type": "string"}]})(ProcessTypeField)
+
+
+class ProcessNameField(serializers.Field):
+    """A live job by name (portable between installations) or by id, among the jobs the
+    requesting user may see."""
+
+    default_error_messages = {"unknown": "Unknown job {value!r}."}
+
+    def to_internal_value(self, data: object) -> Process:
+        if isinstance(data, bool) or not isinstance(data, int | str) or str(data) == "":
+            self.fail("unknown", value=data)
+        rows = Process.objects.filter(deleted=False)
+        request = self.context.get("request")
+        if request is not None:
+            rows = scope(request.user, rows)
+        key = {"pk": int(data)} if isinstance(data, int) else {"name": data}
+        found = rows.filter(**key).first()
+        if found is None:
+            self.fail("unknown", value=data)
+        return found
+
+    def to_representation(self, value: Process) -> str:
+        return value.name
+
+
+extend_schema_field({"oneOf": [{"type": "integer"}, {"type": "string"}]})(ProcessNameField)
+
+PROPERTIES_FIELD = serializers.DictField(
+    child=serializers.DictField(child=serializers.CharField(allow_blank=True, max_length=10000)),
+    required=False,
+    default=dict,
+    help_text='Properties by config group: {"group": {"key": "value"}}.',
+)
+
+
+class ApplicationSerializer(serializers.ModelSerializer):
+    team = serializers.PrimaryKeyRelatedField(queryset=Group.objects.all())
+    team_name = serializers.CharField(source="team.name", read_only=True)
+
+    class Meta:
+        model = BusDomain
+        fields = ("id", "name", "description", "owner", "team", "team_name", "add_ts")
+        read_only_fields = ("add_ts",)
+
+    def validate_team(self, team: Group) -> Group:
+        request = self.context.get("request")
+        if request is not None and not teams(request.user).filter(pk=team.pk).exists():
+            raise serializers.ValidationError(f'Invalid pk "{team.pk}" - object does not exist.')
+        return team
+
+
+class PropertySerializer(serializers.ModelSerializer):
+    process = ScopedRelatedField(queryset=Process.objects.filter(deleted=False))
+
+    class Meta:
+        model = Property
+        fields = ("id", "process", "config_group", "key", "value", "description")
+
+
+class BriefStepSerializer(serializers.ModelSerializer):
+    process_type_name = serializers.CharField(source="process_type.name", read_only=True)
+
+    class Meta:
+        model = Process
+        fields = ("id", "name", "process_type", "process_type_name", "next_processes")
+
+
+class ProcessSerializer(serializers.ModelSerializer):
+    """A job or a step. Writes go through ``processes.registry`` (create, update, delete),
+    which checks the rules of the registry and answers each broken one on its field."""
+
+    bus_domain = ScopedRelatedField(queryset=BusDomain.objects.all())
+    parent = ScopedRelatedField(
+        queryset=Process.objects.filter(deleted=False), required=False, allow_null=True
+    )
+    enqueuing_processes = ScopedRelatedField(
+        queryset=Process.objects.filter(deleted=False), many=True, required=False
+    )
+    next_processes = ScopedRelatedField(
+        queryset=Process.objects.filter(deleted=False), many=True, required=False
+    )
+    process_type_name = serializers.CharField(source="process_type.name", read_only=True)
+    application_name = serializers.CharField(source="bus_domain.name", read_only=True)
+    is_job = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = Process
+        fields = (
+            "id",
+            "name",
+            "description",
+            "bus_domain",
+            "application_name",
+            "process_type",
+            "process_type_name",
+            "parent",
+            "is_job",
+            "can_recover",
+            "batch_cut_pattern",
+            "enqueuing_processes",
+            "next_processes",
+            "max_retries",
+            "lease_seconds",
+            "process_template",
+            "add_ts",
+        )
+        read_only_fields = ("add_ts", "process_template")
+        extra_kwargs = {"max_retries": {"min_value": 1}, "lease_seconds": {"min_value": 1}}
+
+    def changes(self) -> registry.ProcessChanges:
+        """The validated input over the current values (a PATCH changes only what it names)."""
+        data = self.validated_data
+        current = self.instance
+
+        def value(name: str, default: object) -> object:
+            if name in data:
+                return data[name]
+            return getattr(current, name) if current is not None else default
+
+        return registry.ProcessChanges(
+            name=value("name", ""),
+            bus_domain=value("bus_domain", None),
+            process_type=value("process_type", None),
+            parent=value("parent", None),
+            description=value("description", ""),
+            can_recover=value("can_recover", True),
+            batch_cut_pattern=value("batch_cut_pattern", ""),
+            max_retries=value("max_retries", 3),
+            lease_seconds=value("lease_seconds", 3600),
+            enqueuing=data.get("enqueuing_processes"),
+            next=data.get("next_processes"),
+        )
+
+
+class ProcessDetailSerializer(ProcessSerializer):
+    steps = serializers.SerializerMethodField()
+    properties = PropertySerializer(many=True, read_only=True)
+    schedule = serializers.SerializerMethodField()
+
+    class Meta(ProcessSerializer.Meta):
+        fields = (*ProcessSerializer.Meta.fields, "steps", "properties", "schedule")
+
+    @extend_schema_field(BriefStepSerializer(many=True))
+    def get_steps(self, process: Process) -> list[dict]:
+        if not process.is_job:
+            return []
+        return BriefStepSerializer(steps_in_order(process), many=True).data
+
+    @extend_schema_field(ScheduleSerializer(allow_null=True))
+    def get_schedule(self, process: Process) -> dict | None:
+        if not process.is_job:
+            return None
+        return ScheduleSerializer(schedules.schedule_of(process.pk)).data
+
+
+class TemplateStepSerializer(serializers.Serializer):
+    """A step of a template; a pipeline's step adds its upstream jobs."""
+
+    name = serializers.CharField(max_length=128, validators=[PROCESS_NAME_VALIDATOR])
+    process_type = ProcessTypeField(help_text="A step type, by id or name.")
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    can_recover = serializers.BooleanField(required=False, default=True)
+    batch_cut_pattern = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=128
+    )
+    next = serializers.ListField(
+        child=serializers.CharField(max_length=128),
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The names of the steps after this one; absent or null: the next one listed.",
+    )
+    properties = PROPERTIES_FIELD
+
+    def validate_process_type(self, kind: ProcessType) -> ProcessType:
+        if not kind.is_step_type:
+            raise serializers.ValidationError(f"{kind.name} is a job type, not a step type.")
+        return kind
+
+
+class PipelineStepSerializer(TemplateStepSerializer):
+    upstream = serializers.ListField(
+        child=ProcessNameField(),
+        required=False,
+        default=list,
+        help_text="The upstream jobs whose batches the step consumes, by name or id.",
+    )
+
+    def validate_upstream(self, upstream: list[Process]) -> list[Process]:
+        for process in upstream:
+            if not process.is_job:
+                raise serializers.ValidationError(
+                    f"{process.name} is a step, not a job: an upstream must be a job."
+                )
+        return upstream
+
+    def validate(self, attrs: dict) -> dict:
+        if attrs["batch_cut_pattern"] and not attrs["upstream"]:
+            raise serializers.ValidationError(
+                {"batch_cut_pattern": "A cut pattern needs an upstream job."}
+            )
+        return attrs
+
+
+class PipelineScheduleSerializer(serializers.Serializer):
+    cron = serializers.CharField(required=False, allow_blank=True, default="")
+    every_seconds = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=1
+    )
+    timezone = serializers.CharField(required=False, default="UTC")
+    enabled = serializers.BooleanField(required=False, default=True)
+    on_upstream = serializers.BooleanField(required=False, default=False)
+
+
+class PipelineSerializer(serializers.Serializer):
+    """A whole job in one document: its steps, their links and upstream jobs, properties
+    and schedule. ``GET /processes/{id}/export/`` writes the same document."""
+
+    format = serializers.ChoiceField(
+        choices=["bdre.pipeline/1"], required=False, default="bdre.pipeline/1"
+    )
+    name = serializers.CharField(max_length=128, validators=[PROCESS_NAME_VALIDATOR])
+    application = serializers.SlugRelatedField(
+        slug_field="name", queryset=BusDomain.objects.all(), help_text="The application's name."
+    )
+    process_type = ProcessTypeField(help_text="A job type, by id or name.")
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    max_retries = serializers.IntegerField(required=False, default=3, min_value=1)
+    lease_seconds = serializers.IntegerField(required=False, default=3600, min_value=1)
+    properties = PROPERTIES_FIELD
+    steps = PipelineStepSerializer(many=True, allow_empty=False)
+    schedule = PipelineScheduleSerializer(required=False, allow_null=True, default=None)
+
+    def validate_application(self, application: BusDomain) -> BusDomain:
+        request = self.context.get("request")
+        if (
+            request is not None
+            and not scope(request.user, BusDomain.objects.filter(pk=application.pk)).exists()
+        ):
+            raise serializers.ValidationError(
+                f"Object with name={application.name} does not exist."
+            )
+        return application
+
+    def validate_process_type(self, kind: ProcessType) -> ProcessType:
+        if kind.is_step_type:
+            raise serializers.ValidationError(f"{kind.name} is a step type, not a job type.")
+        return kind
+
+    def validate(self, attrs: dict) -> dict:
+        names = [s["name"] for s in attrs["steps"]]
+        errors = []
+        for step in attrs["steps"]:
+            unknown = sorted(set(step["next"] or []) - set(names))
+            errors.append({"next": [f"Unknown steps {unknown}."]} if unknown else {})
+        if any(errors):
+            raise serializers.ValidationError({"steps": errors})
+        try:
+            registry.check_workflow(attrs["steps"])
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError({"steps": exc.messages}) from exc
+        return attrs
+
+    def spec(self) -> registry.JobSpec:
+        data = self.validated_data
+        schedule = data.get("schedule")
+        return registry.JobSpec(
+            name=data["name"],
+            bus_domain=data["application"],
+            process_type_id=data["process_type"].pk,
+            description=data["description"],
+            properties=data["properties"],
+            max_retries=data["max_retries"],
+            lease_seconds=data["lease_seconds"],
+            schedule=schedules.Schedule(**schedule) if schedule else None,
+            steps=[
+                registry.StepSpec(
+                    name=s["name"],
+                    process_type_id=s["process_type"].pk,
+                    description=s["description"],
+                    can_recover=s["can_recover"],
+                    upstream=[u.pk for u in s["upstream"]],
+                    batch_cut_pattern=s["batch_cut_pattern"],
+                    next=s["next"],
+                    properties=s["properties"],
+                )
+                for s in data["steps"]
+            ],
+        )
+
+
+class TemplateSerializer(serializers.Serializer):
+    """A job template with its step templates, written and read as a whole."""
+
+    id = serializers.IntegerField(read_only=True)
+    name = serializers.CharField(max_length=128, validators=[PROCESS_NAME_VALIDATOR])
+    application = serializers.SlugRelatedField(slug_field="name", queryset=BusDomain.objects.all())
+    process_type = ProcessTypeField(help_text="A job type, by id or name.")
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    properties = PROPERTIES_FIELD
+    steps = TemplateStepSerializer(many=True, allow_empty=False)
+    add_ts = serializers.DateTimeField(read_only=True)
+
+    validate_application = PipelineSerializer.validate_application
+
+    def to_representation(self, template: ProcessTemplate) -> dict:
+        def props(row: ProcessTemplate) -> dict[str, dict[str, str]]:
+            grouped: dict[str, dict[str, str]] = {}
+            for p in row.properties.all():
+                grouped.setdefault(p.config_group, {})[p.key] = p.value
+            return grouped
+
+        return {
+            "id": template.pk,
+            "name": template.name,
+            "application": template.bus_domain.name,
+            "process_type": template.process_type.name,
+            "description": template.description,
+            "properties": props(template),
+            "steps": [
+                {
+                    "name": step.name,
+                    "process_type": step.process_type.name,
+                    "description": step.description,
+                    "can_recover": step.can_recover,
+                    "batch_cut_pattern": step.batch_cut_pattern,
+                    "next": after,
+                    "properties": props(step),
+                }
+                for step, after in registry.template_steps(template)
+            ],
+            "add_ts": serializers.DateTimeField().to_representation(template.add_ts),
+        }
+
+    def spec(self) -> registry.TemplateSpec:
+        data = self.validated_data
+        return registry.TemplateSpec(
+            name=data["name"],
+            bus_domain=data["application"],
+            process_type_id=data["process_type"].pk,
+            description=data["description"],
+            properties=data["properties"],
+            steps=[
+                registry.TemplateStepSpec(
+                    name=s["name"],
+                    process_type_id=s["process_type"].pk,
+                    description=s["description"],
+                    can_recover=s["can_recover"],
+                    batch_cut_pattern=s["batch_cut_pattern"],
+                    next=s["next"],
+                    properties=s["properties"],
+                )
+                for s in data["steps"]
+            ],
+        )
+
+
+class InstantiateSerializer(serializers.Serializer):
+    name = serializers.CharField(
+        max_length=100,
+        validators=[PROCESS_NAME_VALIDATOR],
+        help_text="The new job's name; step s of the template becomes <name>_<s>.",
+    )
+    application = serializers.SlugRelatedField(
+        slug_field="name",
+        queryset=BusDomain.objects.all(),
+        required=False,
+        help_text="Default: the template's application.",
+    )
+    upstream = serializers.DictField(
+        child=serializers.ListField(child=ProcessNameField()),
+        required=False,
+        default=dict,
+        help_text="Per template step name, the upstream jobs (names or ids).",
+    )
+    properties = PROPERTIES_FIELD
+    schedule = PipelineScheduleSerializer(required=False, allow_null=True, default=None)
+
+    validate_application = PipelineSerializer.validate_application
+
+
+class ServerSerializer(serializers.ModelSerializer):
+    """Credentials are write-only: they are stored encrypted and never returned; the
+    ``has_*`` flags say whether one is set."""
+
+    team = serializers.PrimaryKeyRelatedField(queryset=Group.objects.all())
+    login_password = serializers.CharField(
+        write_only=True, required=False, allow_blank=True, style={"input_type": "password"}
+    )
+    ssh_private_key = serializers.CharField(write_only=True, required=False, allow_blank=True)
+    has_password = serializers.SerializerMethodField()
+    has_ssh_private_key = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Server
+        fields = (
+            "id",
+            "team",
+            "server_type",
+            "name",
+            "metainfo",
+            "login_user",
+            "login_password",
+            "ssh_private_key",
+            "has_password",
+            "has_ssh_private_key",
+            "server_ip",
+        )
+
+    validate_team = ApplicationSerializer.validate_team
+
+    def get_has_password(self, server: Server) -> bool:
+        return bool(server.login_password)
+
+    def get_has_ssh_private_key(self, server: Server) -> bool:
+        return bool(server.ssh_private_key)
+
+
+class RunDetailSerializer(RunSerializer):
+    steps = serializers.SerializerMethodField()
+    process_name = serializers.CharField(source="process.name", read_only=True)
+
+    class Meta(RunSerializer.Meta):
+        fields = (*RunSerializer.Meta.fields, "process_name", "plan", "steps")
+        read_only_fields = fields
+
+    @extend_schema_field(RunSerializer(many=True))
+    def get_steps(self, run: InstanceExec) -> list[dict]:
+        children = run.step_runs.select_related("exec_state").order_by("id")
+        return RunSerializer(children, many=True).data
+
+
+class LogSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ProcessLog
+        fields = (
+            "id",
+            "process",
+            "instance_exec",
+            "log_category",
+            "message_id",
+            "message",
+            "add_ts",
+        )
+        read_only_fields = fields

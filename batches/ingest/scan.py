@@ -32,6 +32,7 @@ from django.utils import timezone
 from batches import queue
 from batches.ingest.storage import PAGE_SIZE, ObjectInfo, Storage, open_storage
 from batches.models import File, ScanState
+from bdre.ids import is_id
 from processes.jobs import StepLogger
 from processes.models import Process, Property, Server
 
@@ -90,7 +91,7 @@ class ScanOptions:
             ref = props["server"]
             server = Server.objects.filter(
                 team_id=step.bus_domain.team_id,
-                **({"pk": int(ref)} if ref.isdigit() else {"name": ref}),
+                **({"pk": int(ref)} if is_id(ref) else {"name": ref}),
             ).first()
             if server is None:
                 raise ScanConfigError(

@@ -13,17 +13,11 @@ from rest_framework.test import APIClient
 from batches.models import Batch, BatchConsumpQueue, BatchState
 from processes import lifecycle
 from processes.models import ExecState, InstanceExec
+from tests.api import api_as
 from tests.factories import TEST_PASSWORD, InstanceExecFactory
 from tests.processes.conftest import steps_of
 
 pytestmark = pytest.mark.django_db
-
-
-def api_as(user) -> APIClient:
-    client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
 
 
 def post(client, path, body=None):

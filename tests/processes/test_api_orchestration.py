@@ -6,7 +6,7 @@ import pytest
 
 from processes import lifecycle, schedules, tasks
 from processes.models import ExecState, InstanceExec
-from tests.processes.test_api_lifecycle import api_as
+from tests.api import api_as
 
 pytestmark = pytest.mark.django_db
 

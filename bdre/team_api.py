@@ -1,0 +1,110 @@
+"""REST: teams, memberships and the master (lookup) tables."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import Group
+from django.db.models import Count
+from rest_framework import mixins, viewsets
+
+from batches.models import BatchStatus
+from bdre import teams as team_service
+from bdre.access import Role, teams
+from bdre.api import ScopedViewSet, require_role
+from bdre.ids import ID_REGEX
+from bdre.models import Membership
+from bdre.serializers import MembershipSerializer, TeamSerializer, master_serializer
+from lineage.models import LineageNodeType, LineageQueryType
+from processes.models import ExecStatus, ProcessType, WorkflowType
+
+
+class TeamViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """The teams the user belongs to (all of them for a superuser). Staff create teams and
+    become their first admin; a team's admins rename it; superusers delete an empty one."""
+
+    lookup_value_regex = ID_REGEX  # anything else is a 404, never a 500
+    serializer_class = TeamSerializer
+    filterset_fields = ("name",)
+    ordering_fields = ("id", "name")
+    http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
+
+    def get_queryset(self):
+        return teams(self.request.user).annotate(member_count=Count("memberships")).order_by("name")
+
+    def perform_create(self, serializer: TeamSerializer) -> None:
+        if not self.request.user.is_staff:
+            self.permission_denied(self.request, "Only staff create teams.")
+        serializer.instance = team_service.create_team(
+            serializer.validated_data["name"], self.request.user
+        )
+        serializer.instance.member_count = 1
+
+    def perform_update(self, serializer: TeamSerializer) -> None:
+        require_role(self.request.user, serializer.instance, Role.ADMIN)
+        serializer.save()
+
+    def perform_destroy(self, instance: Group) -> None:
+        if not self.request.user.is_superuser:
+            self.permission_denied(self.request, "Only superusers delete teams.")
+        instance.delete()
+
+
+class MembershipViewSet(ScopedViewSet):
+    """Who holds which role in the user's teams. Members see them; admins change them, and
+    a team keeps at least one admin."""
+
+    serializer_class = MembershipSerializer
+    filterset_fields = ("team", "role", "user__username")
+    ordering_fields = ("id", "added_ts")
+    write_role = Role.ADMIN
+
+    def base_queryset(self):
+        return Membership.objects.select_related("user", "team").order_by("team__name", "id")
+
+    def owner_team(self, data: dict):
+        return data.get("team")
+
+    def perform_create(self, serializer: MembershipSerializer) -> None:
+        data = serializer.validated_data
+        require_role(self.request.user, data["team"], Role.ADMIN)
+        serializer.instance = team_service.add_member(data["team"], data["user"], data["role"])
+
+    def perform_update(self, serializer: MembershipSerializer) -> None:
+        require_role(self.request.user, serializer.instance.team, Role.ADMIN)
+        role = serializer.validated_data.get("role", serializer.instance.role)
+        serializer.instance = team_service.change_role(serializer.instance.pk, Role(role))
+
+    def perform_destroy(self, instance: Membership) -> None:
+        team_service.remove_member(instance.pk)
+
+
+def master_viewset(model) -> type[viewsets.ReadOnlyModelViewSet]:
+    """A read-only list of a master table, for any signed-in user."""
+    return type(
+        f"{model.__name__}ViewSet",
+        (viewsets.ReadOnlyModelViewSet,),
+        {
+            "queryset": model.objects.all(),
+            "serializer_class": master_serializer(model),
+            "lookup_value_regex": ID_REGEX,
+            "pagination_class": None,
+            "filter_backends": [],
+            "__doc__": f"{model._meta.verbose_name_plural.capitalize()} (read-only, seeded).",
+        },
+    )
+
+
+MASTER_TABLES = {
+    "exec-statuses": ExecStatus,
+    "batch-statuses": BatchStatus,
+    "process-types": ProcessType,
+    "workflow-types": WorkflowType,
+    "lineage-node-types": LineageNodeType,
+    "lineage-query-types": LineageQueryType,
+}

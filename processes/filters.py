@@ -1,0 +1,54 @@
+"""The filters of the registry's lists: what an operator narrows a list down by."""
+
+from __future__ import annotations
+
+from django_filters import rest_framework as filters
+
+from bdre.filters import date_range
+from processes.models import InstanceExec, Process, ProcessLog, ProcessTemplate, Property
+
+
+class ProcessFilter(filters.FilterSet):
+    application = filters.CharFilter(field_name="bus_domain__name", help_text="application name")
+    name = filters.CharFilter(lookup_expr="icontains", help_text="part of the name")
+    is_job = filters.BooleanFilter(field_name="parent", lookup_expr="isnull")
+    upstream = filters.NumberFilter(field_name="enqueuing_processes", help_text="upstream job id")
+    added = date_range("add_ts")
+
+    class Meta:
+        model = Process
+        fields = ("bus_domain", "parent", "process_type", "process_template")
+
+
+class RunFilter(filters.FilterSet):
+    application = filters.NumberFilter(field_name="process__bus_domain")
+    job = filters.NumberFilter(field_name="process__parent", help_text="runs of a job's steps")
+    is_job = filters.BooleanFilter(field_name="parent", lookup_expr="isnull")
+    started = date_range("start_ts")
+    ended = date_range("end_ts")
+
+    class Meta:
+        model = InstanceExec
+        fields = ("process", "parent", "exec_state", "target_batch", "worker")
+
+
+class PropertyFilter(filters.FilterSet):
+    class Meta:
+        model = Property
+        fields = ("process", "config_group", "key")
+
+
+class LogFilter(filters.FilterSet):
+    added = date_range("add_ts")
+
+    class Meta:
+        model = ProcessLog
+        fields = ("process", "log_category", "message_id")
+
+
+class TemplateFilter(filters.FilterSet):
+    name = filters.CharFilter(lookup_expr="icontains")
+
+    class Meta:
+        model = ProcessTemplate
+        fields = ("bus_domain", "process_type")

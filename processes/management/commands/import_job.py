@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from django.core.management.base import CommandError
+
+from bdre.commands import JsonCommand
+from processes import registry
+from processes.serializers import PipelineSerializer
+
+
+class Command(JsonCommand):
+    help = (
+        "Register a job from a JSON document written by export_job (or GET "
+        "/api/v1/processes/{id}/export/): all of it or, on any invalid field, nothing."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("file", help="the document, or - for standard input")
+
+    def run(self, **o: object) -> object:
+        try:
+            if o["file"] == "-":
+                document = json.load(sys.stdin)
+            else:
+                document = json.loads(Path(str(o["file"])).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise CommandError(f"Cannot read the document: {exc}") from exc
+        parsed = PipelineSerializer(data=document)  # no request: an operator sees every job
+        if not parsed.is_valid():
+            raise CommandError(json.dumps(parsed.errors))
+        try:
+            job = registry.register_pipeline(parsed.spec())
+        except registry.ValidationError as exc:
+            raise CommandError(json.dumps(exc.message_dict)) from exc
+        return {"id": job.pk, "name": job.name, "steps": job.steps.count()}

@@ -1,0 +1,92 @@
+"""Batches, the queue, the archive and files through REST: the filters an operator uses."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from batches.models import ArchiveConsumpQueue, BatchState
+from tests.api import api_as
+from tests.factories import BatchFactory, FileFactory, JobFactory, QueueRowFactory, StepFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def dev(team):
+    return api_as(team.developer)
+
+
+def step_in(team):
+    return StepFactory(parent=JobFactory(bus_domain=team.application))
+
+
+def test_queue_filters_by_process_state_marking_and_insert_time(team, dev):
+    step, other = step_in(team), step_in(team)
+    now = timezone.now()
+    old = QueueRowFactory(process=step, insert_ts=now - timedelta(days=3), batch_marking="EOD")
+    new = QueueRowFactory(process=step, insert_ts=now, batch_marking="2026-11-20")
+    dead = QueueRowFactory(process=other, batch_state_id=BatchState.DISCARDED)
+
+    def ids(**params):
+        return [r["id"] for r in dev.get("/api/v1/queue/", params).json()["results"]]
+
+    assert sorted(ids(process=step.pk)) == [old.pk, new.pk]
+    assert ids(batch_state=BatchState.DISCARDED) == [dead.pk]
+    assert ids(marking="eod") == [old.pk]
+    assert ids(inserted_before=(now - timedelta(days=1)).isoformat()) == [old.pk]
+    assert ids(inserted_after=(now - timedelta(days=1)).isoformat(), process=step.pk) == [new.pk]
+    assert ids(job=step.parent_id, ordering="-insert_ts") == [new.pk, old.pk]
+    assert ids(application=team.application.pk, ordering="id") == [old.pk, new.pk, dead.pk]
+
+
+def test_a_bad_filter_value_is_a_400_not_a_500(team, dev):
+    response = dev.get("/api/v1/queue/", {"inserted_after": "yesterday", "process": "x"})
+    assert response.status_code == 400
+    assert "inserted_after" in response.json() or "process" in response.json()
+
+
+def test_the_archive_lists_rows_with_their_queue_id(team, dev):
+    row = QueueRowFactory(process=step_in(team))
+    archived = ArchiveConsumpQueue.objects.create(
+        queue_id=row.pk,
+        source_batch=row.source_batch,
+        insert_ts=row.insert_ts,
+        process=row.process,
+        batch_state_id=BatchState.PROCESSED,
+        batch_marking="EOD",
+    )
+    body = dev.get("/api/v1/archive/", {"queue_id": row.pk}).json()
+    assert [(r["id"], r["batch_state_name"]) for r in body["results"]] == [
+        (archived.pk, "PROCESSED")
+    ]
+    assert dev.get("/api/v1/archive/", {"marking": "nothing"}).json()["count"] == 0
+
+
+def test_batches_show_their_file_count_and_filter_by_creation(team, dev):
+    batch = BatchFactory(bus_domain=team.application)
+    FileFactory.create_batch(3, batch=batch)
+    empty = BatchFactory(bus_domain=team.application)
+    body = dev.get("/api/v1/batches/", {"application": team.application.pk}).json()
+    assert [(b["id"], b["files"]) for b in body["results"]] == [(empty.pk, 0), (batch.pk, 3)]
+    later = (timezone.now() + timedelta(minutes=1)).isoformat()
+    assert dev.get("/api/v1/batches/", {"created_after": later}).json()["count"] == 0
+
+
+def test_files_filter_by_batch_and_path(team, dev):
+    batch = BatchFactory(bus_domain=team.application)
+    wanted = FileFactory(batch=batch, path="/landing/2026/orders.tsv")
+    FileFactory(batch=batch, path="/landing/2026/clicks.tsv")
+    body = dev.get("/api/v1/files/", {"batch": batch.pk, "path_contains": "orders"}).json()
+    assert [f["id"] for f in body["results"]] == [wanted.pk]
+
+
+def test_pages_carry_a_total_count_and_links(team, dev):
+    step = step_in(team)
+    QueueRowFactory.create_batch(60, process=step)
+    first = dev.get("/api/v1/queue/", {"process": step.pk}).json()
+    assert (first["count"], len(first["results"])) == (60, 50)
+    second = dev.get(first["next"]).json()
+    assert len(second["results"]) == 10

@@ -1,0 +1,105 @@
+"""Teams, memberships and master tables through REST."""
+
+from __future__ import annotations
+
+import pytest
+
+from bdre.models import Membership, Role
+from processes.models import Server
+from tests.api import api_as
+from tests.factories import ServerFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_user_sees_his_teams_with_his_role(team):
+    body = api_as(team.developer).get("/api/v1/teams/").json()
+    assert [(t["name"], t["my_role"], t["members"]) for t in body["results"]] == [
+        ("analytics", "developer", 3)
+    ]
+    assert api_as(team.outsider).get(f"/api/v1/teams/{team.group.pk}/").status_code == 404
+
+
+def test_staff_create_a_team_and_become_its_admin(team):
+    team.developer.is_staff = True
+    team.developer.save()
+    response = api_as(team.developer).post("/api/v1/teams/", {"name": "finance"}, format="json")
+    assert response.status_code == 201
+    assert response.json()["my_role"] == "admin"
+    assert api_as(team.viewer).post("/api/v1/teams/", {"name": "x"}).status_code == 403
+
+
+def test_only_a_teams_admin_renames_it(team):
+    path = f"/api/v1/teams/{team.group.pk}/"
+    assert api_as(team.developer).patch(path, {"name": "x"}, format="json").status_code == 403
+    assert api_as(team.admin).patch(path, {"name": "bi"}, format="json").status_code == 200
+
+
+def test_a_team_keeps_at_least_one_admin(team):
+    mine = Membership.objects.get(user=team.admin, team=team.group)
+    admin = api_as(team.admin)
+    demoted = admin.patch(f"/api/v1/memberships/{mine.pk}/", {"role": "viewer"}, format="json")
+    assert demoted.status_code == 400
+    assert "at least one admin" in demoted.json()["role"][0]
+    assert admin.delete(f"/api/v1/memberships/{mine.pk}/").status_code == 400
+    assert Membership.objects.get(pk=mine.pk).role == Role.ADMIN
+
+
+def test_an_admin_adds_a_member_once(team):
+    UserFactory(username="newbie")
+    body = {"user": "newbie", "team": team.group.pk, "role": "developer"}
+    admin = api_as(team.admin)
+    assert admin.post("/api/v1/memberships/", body, format="json").status_code == 201
+    again = admin.post("/api/v1/memberships/", body, format="json")
+    assert again.status_code == 400
+    unknown = admin.post("/api/v1/memberships/", {**body, "user": "ghost"}, format="json")
+    assert "user" in unknown.json()
+
+
+def test_server_secrets_are_written_but_never_read(team):
+    admin = api_as(team.admin)
+    created = admin.post(
+        "/api/v1/servers/",
+        {
+            "team": team.group.pk,
+            "server_type": "sftp",
+            "name": "partner",
+            "login_user": "etl",
+            "login_password": "s3cret-pw",
+            "ssh_private_key": "-----BEGIN KEY-----",
+        },
+        format="json",
+    )
+    assert created.status_code == 201
+    for body in (created.json(), admin.get(f"/api/v1/servers/{created.json()['id']}/").json()):
+        assert "login_password" not in body and "ssh_private_key" not in body
+        assert body["has_password"] and body["has_ssh_private_key"]
+        assert "s3cret" not in str(body)
+    stored = Server.objects.get(name="partner")
+    assert stored.login_password == "s3cret-pw"  # decrypted by the field, encrypted at rest
+
+
+def test_a_developer_reads_servers_but_cannot_change_them(team):
+    server = ServerFactory(team=team.group)
+    dev = api_as(team.developer)
+    assert dev.get(f"/api/v1/servers/{server.pk}/").status_code == 200
+    response = dev.patch(f"/api/v1/servers/{server.pk}/", {"name": "x"}, format="json")
+    assert response.status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("table", "first"),
+    [
+        ("exec-statuses", (1, "NOT_RUNNING")),
+        ("batch-statuses", (0, "NEW")),
+        ("process-types", (1, "ingestion-job")),
+        ("workflow-types", (0, "steps")),
+        ("lineage-node-types", (1, "table")),
+        ("lineage-query-types", (1, "hive")),
+    ],
+)
+def test_master_tables_are_read_only(team, table, first):
+    client = api_as(team.viewer)
+    rows = client.get(f"/api/v1/master/{table}/").json()
+    assert (rows[0]["id"], rows[0]["name"]) == first
+    assert client.post(f"/api/v1/master/{table}/", {"id": 99, "name": "x"}).status_code == 405
