@@ -64,26 +64,59 @@ def _well_formed(parts: Column) -> Column:
     return (F.size(parts) == len(FIELDS)) & _field(parts, _EVENT_ID).isNotNull()
 
 
+def _tab_count(value: Column) -> Column:
+    """The tabs of a line: its length in bytes less that of the line without them (a tab is
+    one byte in UTF-8, and ``octet_length`` takes no pass over the line)."""
+    return F.octet_length(value) - F.octet_length(F.replace(value, F.lit("\t"), F.lit("")))
+
+
+def _field_of_line(value: Column, index: int) -> Column:
+    """Field ``index`` of a line of exactly 131 fields, NULL when empty, without splitting
+    the line: ``substring_index`` scans for the tabs up to the field (from the start or, for
+    the last fields, from the end) and copies only what it keeps."""
+    if index < len(FIELDS) // 2:
+        field = F.substring_index(F.substring_index(value, "\t", index + 1), "\t", -1)
+    else:
+        field = F.substring_index(F.substring_index(value, "\t", index - len(FIELDS)), "\t", 1)
+    return F.when(field == "", None).otherwise(field)
+
+
 def keyed_lines(raw: DataFrame) -> DataFrame:
     """Each line's number, whether it is well formed (``_good``), its field count, the three
     fields deduplication needs, and the line itself only when it is a bad row. The runner
     caches this narrow frame (a few bytes a line): every decision is taken on it, and the
-    good lines are read again, once, to be split into their 131 fields and written."""
-    parts = F.col("_parts")
-    keyed = _numbered(raw).select(
-        F.col("value"),
+    good lines are read again, once, to be split into their 131 fields and written.
+
+    The line is not split here: splitting makes 131 strings a line where three are needed,
+    and it costs most of this pass. The tabs are counted instead, and the three fields cut
+    out of the line (only on lines of 131 fields, the only ones deduplication looks at)."""
+    value = F.col("value")
+    counted = raw.select(
+        value,
+        F.col("source_file"),
+        F.monotonically_increasing_id().alias(ROW),
+        (_tab_count(value) + 1).alias("_n"),
+    )
+    whole = F.col("_n") == len(FIELDS)
+    keyed = counted.select(
+        "*",
+        *[
+            F.when(whole, _field_of_line(value, index)).alias(name)
+            for name, index in (
+                ("event_id", _EVENT_ID),
+                ("event_fingerprint", _FINGERPRINT),
+                ("etl_tstamp", _ETL),
+            )
+        ],
+        F.xxhash64(value).alias("_hash"),
+    )
+    good = whole & F.col("event_id").isNotNull()
+    return keyed.select(
+        F.when(~good, value).alias("value"),
         F.col("source_file"),
         F.col(ROW),
-        _well_formed(parts).alias("_good"),
-        F.size(parts).alias("_n"),
-        _field(parts, _EVENT_ID).alias("event_id"),
-        _field(parts, _FINGERPRINT).alias("event_fingerprint"),
-        _field(parts, _ETL).alias("etl_tstamp"),
-        F.xxhash64(F.col("value")).alias("_hash"),
-    )
-    return keyed.select(
-        F.when(~F.col("_good"), F.col("value")).alias("value"),
-        *[c for c in keyed.columns if c != "value"],
+        good.alias("_good"),
+        *[c for c in keyed.columns if c not in ("value", "source_file", ROW)],
         *hashes_of(F.col("event_id"), F.col("event_fingerprint")),
     )
 
