@@ -9,10 +9,10 @@ import pytest
 from pyspark.testing import assertDataFrameEqual
 
 from batches.models import HiveTable
-from lineage.models import LineageQuery
+from lineage.models import LineageQuery, LineageRelation
 from processes import orchestrator
 from processes.jobs import spark_cleanse, spark_sql
-from processes.models import InstanceExec
+from processes.models import InstanceExec, Property
 from processes.registry import StepSpec, create_job
 from tests.factories import JOB_TYPE
 
@@ -160,8 +160,13 @@ def test_load_cleanse_sql_and_export_end_to_end(team, lake, spark):
     ]
     exported = spark.read.option("header", "true").csv(str(export_dir)).collect()
     assert [(r["orders"], r["batch_id"]) for r in exported] == [("3", outcome.target_batch_id)]
-    assert LineageQuery.objects.get(process__name="orders_2").query_string.endswith(
-        f"WHERE batch_id IN ({outcome.target_batch_id})"
+    query = LineageQuery.objects.get(process__name="orders_2")
+    assert query.query_string.endswith(f"WHERE batch_id IN ({outcome.target_batch_id})")
+    assert query.parse_error == ""
+    total = LineageRelation.objects.get(target_node__qualified_name="lake.order_totals.total")
+    assert (total.src_node.qualified_name, total.dot_string) == (
+        "lake.orders.amount",
+        '[label="SUM"]',
     )
     bad = spark.read.parquet(HiveTable.objects.get(table_name="orders_raw_bad").location).collect()
     assert bad[0]["source_file"].endswith("orders-2.csv")
@@ -241,3 +246,29 @@ def test_export_to_a_jdbc_table(team, lake, spark):
         .load()
     )
     assert sorted(r["name"] for r in back.collect()) == ["one", "two"]
+
+
+def test_a_query_the_lineage_parser_cannot_resolve_still_runs(team, lake, spark):
+    landing = lake / "landing"
+    (landing / "a.json").write_text('{"id": 1}\n{"id": 2}\n')
+    ingest = job(
+        team, "ingest", [(SCAN, {"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}})]
+    )
+    loader = job(
+        team, "loader", [(LOAD, {"load": {"format": "json", "table": "lake.things"}})], [ingest]
+    )
+    reader = job(
+        team, "reader", [(SQL, {"sql": {"query": "-", "output_table": "lake.ids"}})], [loader]
+    )
+    orchestrator.run_job(ingest.pk)
+    assert orchestrator.run_job(loader.pk).succeeded
+    location = HiveTable.objects.get(table_name="things").location
+    # Spark reads files by path in SQL; the lineage parser knows no such table.
+    Property.objects.filter(process__parent=reader, key="query").update(
+        value=f"SELECT id FROM parquet.`{location}`"
+    )
+    outcome = orchestrator.run_job(reader.pk)
+    assert outcome.succeeded, outcome.error
+    query = LineageQuery.objects.get(process__name="reader_0")
+    assert "could not be resolved" in query.parse_error
+    assert counters("reader_0")["rows_out"] == 2
