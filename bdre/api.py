@@ -3,7 +3,9 @@ every team-scoped resource."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.models import Group
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError, IntegrityError, models
 from django.db.models import ProtectedError, RestrictedError
@@ -25,6 +27,10 @@ class ErrorSerializer(serializers.Serializer):
 
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
+    if isinstance(exc, RequestDataTooBig):
+        # Django would answer an HTML page; a client of the API gets JSON like any error.
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return Response({"detail": f"The body is larger than {limit} bytes."}, status=413)
     if isinstance(exc, BdreError):
         return Response(exc.as_dict(), status=exc.http_status)
     if isinstance(exc, Conflict):

@@ -1,9 +1,17 @@
-from django.urls import path
+from django.urls import path, re_path
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
 from batches.api import ArchiveViewSet, BatchViewSet, FileViewSet, QueueViewSet
+from bdre.ids import ID_REGEX
 from bdre.team_api import MASTER_TABLES, MembershipViewSet, TeamViewSet, master_viewset
+from lineage.api import (
+    GRAPH_KINDS,
+    GraphView,
+    LineageNodeViewSet,
+    LineageQueryViewSet,
+    LineageRelationViewSet,
+)
 from processes.api import (
     ApplicationViewSet,
     LogViewSet,
@@ -26,6 +34,9 @@ router.register("queue", QueueViewSet, basename="queue")
 router.register("archive", ArchiveViewSet, basename="archive")
 router.register("files", FileViewSet, basename="file")
 router.register("servers", ServerViewSet, basename="server")
+router.register("lineage/queries", LineageQueryViewSet, basename="lineage-query")
+router.register("lineage/nodes", LineageNodeViewSet, basename="lineage-node")
+router.register("lineage/relations", LineageRelationViewSet, basename="lineage-relation")
 router.register("teams", TeamViewSet, basename="team")
 router.register("memberships", MembershipViewSet, basename="membership")
 for prefix, model in MASTER_TABLES.items():
@@ -33,5 +44,10 @@ for prefix, model in MASTER_TABLES.items():
 
 urlpatterns = [
     path("auth/token/", obtain_auth_token, name="api-token"),
+    re_path(
+        rf"^lineage/graph/(?P<kind>{'|'.join(GRAPH_KINDS)})/(?P<pk>{ID_REGEX})/$",
+        GraphView.as_view(),
+        name="lineage-graph",
+    ),
     *router.urls,
 ]

@@ -217,6 +217,17 @@ BDRE_HEARTBEAT_SECONDS = env_float("BDRE_HEARTBEAT_SECONDS", 10.0)
 BDRE_REAPER_SECONDS = env_int("BDRE_REAPER_SECONDS", 60)
 BDRE_WAREHOUSE = Path(env_str("BDRE_WAREHOUSE", str(VAR_DIR / "warehouse"))).resolve()
 
+# --- OpenLineage --------------------------------------------------------------------------
+# Run events (START, COMPLETE, FAIL) go to an HTTP endpoint (Marquez:
+# http://marquez:5000/api/v1/lineage) and/or are appended to a file as JSON lines. Neither
+# set: no events.
+OPENLINEAGE_URL = env_str("OPENLINEAGE_URL", "")
+OPENLINEAGE_API_KEY = env_str("OPENLINEAGE_API_KEY", "")
+OPENLINEAGE_FILE = env_str("OPENLINEAGE_FILE", "")
+OPENLINEAGE_TIMEOUT = env_float("OPENLINEAGE_TIMEOUT", 5.0)
+OPENLINEAGE_NAMESPACE = env_str("OPENLINEAGE_NAMESPACE", "bdre")  # of jobs
+OPENLINEAGE_TABLE_NAMESPACE = env_str("OPENLINEAGE_TABLE_NAMESPACE", "bdre-warehouse")
+
 # --- Logging ------------------------------------------------------------------------------
 LOGGING = {
     "version": 1,

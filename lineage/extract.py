@@ -215,3 +215,56 @@ def record_query(
         return None
     record(query, extracted)
     return extracted
+
+
+# --- queries registered through the API ---------------------------------------------------
+
+
+def struct_columns(ddl: str) -> dict[str, str]:
+    """Columns of a Spark ``struct<a:int,b:array<string>>`` string (a registered table's DDL),
+    split on the top-level commas only."""
+    body = ddl.strip()
+    if not (body.startswith("struct<") and body.endswith(">")):
+        return {}
+    body = body[len("struct<") : -1]
+    columns, depth, start = {}, 0, 0
+    for i, char in enumerate(body + ","):
+        if char in "<(":
+            depth += 1
+        elif char in ">)":
+            depth -= 1
+        elif char == "," and depth == 0:
+            name, _, kind = body[start:i].partition(":")
+            if name.strip():
+                columns[name.strip().strip("`").lower()] = kind.strip() or "string"
+            start = i + 1
+    return columns
+
+
+def known_schema(tables, nodes) -> dict[str, dict[str, dict[str, str]]]:
+    """``{db: {table: {column: type}}}`` from registered tables (``HiveTable`` querysets: their
+    DDL) and from table nodes with their column nodes; a registered table's types win."""
+    schema: dict[str, dict[str, dict[str, str]]] = {}
+    for table_node, column in (
+        LineageNode.objects.filter(container_node__in=nodes.filter(container_node__isnull=True))
+        .order_by("container_node_id", "node_order", "id")
+        .values_list("container_node__qualified_name", "display_name")
+    ):
+        database, _, table = table_node.rpartition(".")
+        schema.setdefault(database or "default", {}).setdefault(table, {})[column] = "string"
+    for dbname, table_name, ddl in tables.values_list("dbname", "table_name", "ddl"):
+        columns = struct_columns(ddl)
+        if columns:
+            schema.setdefault(dbname.lower(), {})[table_name.lower()] = columns
+    return schema
+
+
+@transaction.atomic
+def register_query(
+    sql: str, *, kind: QueryKind, process, schema: Schema, target: str | None = None
+) -> LineageQuery:
+    """Keep a query (one run by a tool BDRE does not drive, say) and record its lineage; a
+    query that cannot be read is kept with the reason."""
+    query = LineageQuery.objects.create(query_string=sql, query_type_id=kind, process=process)
+    record_query(query, schema=schema, target=target)
+    return query

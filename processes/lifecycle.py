@@ -27,6 +27,7 @@ from batches import markings
 from batches import queue as batch_queue
 from batches.models import SEED_BATCH_ID, Batch, BatchConsumpQueue, BatchState, File
 from bdre.errors import BdreError, Code
+from lineage import openlineage
 from processes.models import ExecState, InstanceExec, Process
 from processes.workflow import predecessors, steps_in_order
 
@@ -131,7 +132,10 @@ def _set_state(
     runs = InstanceExec.objects.filter(pk=run.pk, exec_state_id=ExecState.RUNNING)
     if only_if is not None:
         runs = runs.filter(only_if)
-    return runs.update(exec_state_id=state, end_ts=now, error=error) == 1
+    if runs.update(exec_state_id=state, end_ts=now, error=error) != 1:
+        return False
+    openlineage.announce_end(run.pk, state, error)
+    return True
 
 
 def _finish(run: InstanceExec, state: ExecState, now: datetime, error: str = "") -> None:
@@ -163,9 +167,11 @@ def _fail_job_rows(job: Process, run: InstanceExec, error: str, now: datetime) -
     FAILED, and the dead letter for input that failed ``max_retries`` runs: every live row
     of a target batch whose runs failed that often (the batch failed as a whole, rows a
     step had finished included), and any row claimed that many times."""
-    InstanceExec.objects.filter(parent=run, exec_state_id=ExecState.RUNNING).update(
-        exec_state_id=ExecState.FAILED, end_ts=now, error=f"job run failed: {error}"
-    )
+    running_steps = InstanceExec.objects.filter(parent=run, exec_state_id=ExecState.RUNNING)
+    step_error = f"job run failed: {error}"
+    for step_run in running_steps.values_list("pk", flat=True):
+        openlineage.announce_end(step_run, ExecState.FAILED, step_error)
+    running_steps.update(exec_state_id=ExecState.FAILED, end_ts=now, error=step_error)
     rows = _run_rows(run)
     rows.filter(batch_state_id=BatchState.ACCESSED).update(
         batch_state_id=BatchState.FAILED, end_ts=now, last_error=error
@@ -297,6 +303,7 @@ def init_job(
                 raise BdreError(
                     Code.NO_BATCHES, f"{step.name}: its queued batches were taken meanwhile"
                 )
+    openlineage.announce(run.pk, "START")
     return InitJobResult(
         instance_exec_id=run.pk,
         target_batch_id=target_id,
@@ -493,6 +500,7 @@ def init_step(
             )
     except IntegrityError as exc:
         raise BdreError(Code.SUB_PROCESS_ALREADY_RUNNING, f"{step.name} ({step.pk})") from exc
+    openlineage.announce(run.pk, "START")
     # A step started again within the same run (after a term_step) takes its input back.
     _step_rows(job_run, step.pk).filter(
         batch_state_id__in=(BatchState.ACCESSED, BatchState.FAILED)

@@ -248,6 +248,9 @@ class InstanceExec(models.Model):
     worker = models.CharField(max_length=255, blank=True)
     error = models.TextField(blank=True)
     counters = models.JSONField(default=dict, blank=True)
+    outputs = models.JSONField(
+        default=list, blank=True, help_text="The tables a step run wrote (db.table), in order."
+    )
     plan = models.JSONField(
         default=dict,
         blank=True,

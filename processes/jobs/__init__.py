@@ -81,6 +81,7 @@ class JobContext:
     batch_ids: list[int]
     files: list[Any]  # lifecycle.FileInfo of the claimed batches
     options: dict[str, Any] = field(default_factory=dict)  # from the caller (CLI flags, ...)
+    outputs: list[str] = field(default_factory=list)  # tables written so far (db.table)
 
     @property
     def log(self) -> StepLogger:

@@ -43,6 +43,11 @@ def write_batch(
         .partitionBy(BATCH_COLUMN)
         .parquet(location)
     )
+    # Kept on the run as soon as written: a failed step still says what it touched.
+    written = f"{database}.{table}"
+    if written not in context.outputs:
+        context.outputs.append(written)
+        InstanceExec.objects.filter(pk=context.step_run_id).update(outputs=context.outputs)
     registered, _ = HiveTable.objects.update_or_create(
         dbname=database,
         table_name=table,

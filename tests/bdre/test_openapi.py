@@ -135,3 +135,12 @@ def test_a_malformed_token_is_refused(team, key):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     assert client.get("/api/v1/processes/").status_code == 401
+
+
+def test_a_body_past_the_upload_limit_is_a_json_413(team, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    answer = api_as(team.developer).post(
+        "/api/v1/processes/pipeline/", {"name": "x" * 2000}, format="json"
+    )
+    assert answer.status_code == 413
+    assert answer.json() == {"detail": "The body is larger than 1000 bytes."}

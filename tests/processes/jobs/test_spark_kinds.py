@@ -9,12 +9,14 @@ import pytest
 from pyspark.testing import assertDataFrameEqual
 
 from batches.models import HiveTable
+from lineage import openlineage
 from lineage.models import LineageQuery, LineageRelation
 from processes import orchestrator
 from processes.jobs import spark_cleanse, spark_sql
 from processes.models import InstanceExec, Property
 from processes.registry import StepSpec, create_job
 from tests.factories import JOB_TYPE
+from tests.lineage.openlineage_schema import validate_run_event
 
 pytestmark = pytest.mark.django_db
 SCAN, LOAD, CLEANSE, SQL, EXPORT = 52, 53, 54, 56, 57
@@ -89,7 +91,10 @@ def counters(step_name: str) -> dict:
     return InstanceExec.objects.filter(process__name=step_name).order_by("-id").first().counters
 
 
-def test_load_cleanse_sql_and_export_end_to_end(team, lake, spark):
+def test_load_cleanse_sql_and_export_end_to_end(
+    team, lake, spark, settings, django_capture_on_commit_callbacks
+):
+    settings.OPENLINEAGE_FILE = str(lake / "openlineage.jsonl")
     landing = lake / "landing"
     (landing / "orders-1.csv").write_text("id,email,amount\n1,a@x.org,2.5\n2,b@x.org,4\n,bad,x\n")
     (landing / "orders-2.csv").write_text(
@@ -148,7 +153,8 @@ def test_load_cleanse_sql_and_export_end_to_end(team, lake, spark):
         upstream=[ingest],
     )
     assert orchestrator.run_job(ingest.pk).succeeded
-    outcome = orchestrator.run_job(orders.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        outcome = orchestrator.run_job(orders.pk)
     assert outcome.succeeded, outcome.error
     load = counters("orders_0")
     assert (load["rows_in"], load["rows_out"], load["bad_rows"]) == (6, 5, 1)
@@ -171,6 +177,49 @@ def test_load_cleanse_sql_and_export_end_to_end(team, lake, spark):
     bad = spark.read.parquet(HiveTable.objects.get(table_name="orders_raw_bad").location).collect()
     assert bad[0]["source_file"].endswith("orders-2.csv")
     assert InstanceExec.objects.get(process__name="orders_0").spark_application_id
+
+    # OpenLineage: each step's datasets, and the column lineage of the SQL step
+    events = [json.loads(line) for line in (lake / "openlineage.jsonl").read_text().splitlines()]
+    for event in events:
+        validate_run_event(event)
+    done = {e["job"]["name"]: e for e in events if e["eventType"] == "COMPLETE"}
+    names = {
+        step: ([d["name"] for d in e["inputs"]], [d["name"] for d in e["outputs"]])
+        for step, e in done.items()
+    }
+    assert names == {
+        "orders.orders_0": ([str(landing)], ["lake.orders_raw", "lake.orders_raw_bad"]),
+        "orders.orders_1": (["lake.orders_raw"], ["lake.orders", "lake.orders_invalid"]),
+        "orders.orders_2": (["lake.orders"], ["lake.order_totals"]),
+        "orders.orders_3": (["lake.order_totals"], [str(export_dir)]),
+        "orders": ([], []),
+    }
+    sql_output = done["orders.orders_2"]["outputs"][0]
+    assert sql_output["facets"]["columnLineage"]["fields"] == {
+        "total": {
+            "inputFields": [
+                {
+                    "namespace": "bdre-warehouse",
+                    "name": "lake.orders",
+                    "field": "amount",
+                    "transformations": [
+                        {"type": "DIRECT", "subtype": "AGGREGATION", "description": "SUM"}
+                    ],
+                }
+            ]
+        }
+    }
+    assert {f["name"] for f in sql_output["facets"]["schema"]["fields"]} == {
+        "orders",
+        "total",
+        "batch_id",
+    }
+    assert done["orders.orders_2"]["job"]["facets"]["sql"]["query"].startswith("SELECT count(*)")
+    assert done["orders.orders_0"]["outputs"][0]["outputFacets"]["outputStatistics"] == {
+        "_producer": openlineage.PRODUCER,
+        "_schemaURL": openlineage.FACET_SCHEMAS["outputStatistics"],
+        "rowCount": 5,
+    }
 
 
 def test_a_rerun_replaces_its_partition(team, lake, spark):

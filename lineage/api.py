@@ -1,0 +1,229 @@
+"""REST: lineage queries (register one and get its lineage), nodes with the upstream and
+downstream impact of a column, relations, and graphs of a table, a column, a process or a
+batch as JSON, SVG or DOT. Everything is scoped to the user's teams."""
+
+from __future__ import annotations
+
+from django.db.models import Count, QuerySet
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions, renderers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from batches.models import Batch, HiveTable
+from bdre.access import Role, scope
+from bdre.api import ScopedViewSet, require_role
+from bdre.ids import ID_REGEX
+from lineage import graph as graphs
+from lineage.extract import known_schema, register_query
+from lineage.filters import LineageNodeFilter, LineageQueryFilter, LineageRelationFilter
+from lineage.models import LineageNode, LineageQuery, LineageRelation
+from lineage.serializers import (
+    DIALECTS,
+    GraphSerializer,
+    ImpactSerializer,
+    LineageNodeDetailSerializer,
+    LineageNodeSerializer,
+    LineageQuerySerializer,
+    LineageRelationSerializer,
+    RegisterQueryInput,
+)
+from processes.models import Process
+
+DEPTH = OpenApiParameter(
+    "depth", OpenApiTypes.INT, description="how many hops to follow (1-50, default 10)"
+)
+
+
+def _depth(request: Request, default: int = 10) -> int:
+    raw = request.query_params.get("depth", "")
+    if not raw:
+        return default
+    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= 50:
+        raise exceptions.ValidationError({"depth": ["A whole number from 1 to 50."]})
+    return int(raw)
+
+
+def visible_relations(user) -> QuerySet[LineageRelation]:
+    return scope(user, LineageRelation.objects.all())
+
+
+class LineageQueryViewSet(ScopedViewSet):
+    """Queries whose lineage BDRE recorded: those its ``spark.sql`` steps ran, and those
+    registered here (Spark SQL or Hive), parsed against the schemas BDRE knows (registered
+    tables and lineage nodes). A query that cannot be read is kept with ``parse_error``."""
+
+    http_method_names = ["get", "post", "delete", "head", "options"]
+    serializer_class = LineageQuerySerializer
+    filterset_class = LineageQueryFilter
+    ordering_fields = ("id", "create_ts")
+
+    def base_queryset(self):
+        return LineageQuery.objects.annotate(relation_count=Count("relations")).order_by("-id")
+
+    def owner_team(self, data: dict):
+        return data["process"].bus_domain.team
+
+    @extend_schema(
+        request=RegisterQueryInput,
+        responses={201: LineageQuerySerializer},
+    )
+    def create(self, request: Request) -> Response:
+        data = RegisterQueryInput(data=request.data, context={"request": request})
+        data.is_valid(raise_exception=True)
+        args = data.validated_data
+        require_role(request.user, self.owner_team(args), Role.DEVELOPER)
+        team_tables = scope(request.user, HiveTable.objects.all())
+        team_nodes = scope(request.user, LineageNode.objects.all())
+        query = register_query(
+            args["query_string"],
+            kind=DIALECTS[args["dialect"]],
+            process=args["process"],
+            schema=known_schema(team_tables, team_nodes),
+            target=args.get("target_table") or None,
+        )
+        body = LineageQuerySerializer(self.get_queryset().get(pk=query.pk)).data
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: LineageRelationSerializer(many=True)})
+    @action(detail=True, methods=["get"])
+    def relations(self, request: Request, pk: str) -> Response:
+        query = self.get_object()
+        rows = query.relations.select_related("src_node", "target_node").order_by("id")
+        return Response(LineageRelationSerializer(rows, many=True).data)
+
+
+class LineageNodeViewSet(viewsets.ReadOnlyModelViewSet):
+    """Tables and columns (one node each, shared by every query that touched them) that a
+    query of one of the user's teams read or wrote. ``upstream`` and ``downstream`` give the
+    impact of a node: every node its value comes from or flows into, nearest first."""
+
+    lookup_value_regex = ID_REGEX
+    filterset_class = LineageNodeFilter
+    ordering_fields = ("id", "qualified_name", "update_ts")
+
+    def get_queryset(self):
+        return scope(self.request.user, LineageNode.objects.all()).order_by("qualified_name", "id")
+
+    def get_serializer_class(self):
+        return LineageNodeDetailSerializer if self.action == "retrieve" else LineageNodeSerializer
+
+    def _impact(self, request: Request, upstream: bool) -> Response:
+        node = self.get_object()
+        found = graphs.impact(
+            node, visible_relations(request.user), upstream=upstream, depth=_depth(request, 50)
+        )
+        return Response(ImpactSerializer(found, many=True).data)
+
+    @extend_schema(parameters=[DEPTH], responses={200: ImpactSerializer(many=True)})
+    @action(detail=True, methods=["get"])
+    def upstream(self, request: Request, pk: str) -> Response:
+        return self._impact(request, upstream=True)
+
+    @extend_schema(parameters=[DEPTH], responses={200: ImpactSerializer(many=True)})
+    @action(detail=True, methods=["get"])
+    def downstream(self, request: Request, pk: str) -> Response:
+        return self._impact(request, upstream=False)
+
+
+class LineageRelationViewSet(viewsets.ReadOnlyModelViewSet):
+    """Edges between nodes, each recorded by one query: table to table, and column to
+    column with the functions the value went through."""
+
+    lookup_value_regex = ID_REGEX
+    serializer_class = LineageRelationSerializer
+    filterset_class = LineageRelationFilter
+    ordering_fields = ("id",)
+
+    def get_queryset(self):
+        rows = LineageRelation.objects.select_related("src_node", "target_node")
+        return scope(self.request.user, rows).order_by("id")
+
+
+# --- graphs ----------------------------------------------------------------------------------
+
+
+class _DrawingRenderer(renderers.BaseRenderer):
+    """A drawing the view made as text (SVG, DOT)."""
+
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data.encode() if isinstance(data, str) else data
+
+
+class SVGRenderer(_DrawingRenderer):
+    media_type = "image/svg+xml"
+    format = "svg"
+
+
+class DOTRenderer(_DrawingRenderer):
+    media_type = "text/vnd.graphviz"
+    format = "dot"
+
+
+GRAPH_KINDS = ("table", "column", "process", "batch")
+
+
+class GraphView(APIView):
+    """A graph as ``{"nodes": [...], "edges": [...]}`` (JSON), an SVG drawing (layered, left
+    to right) or Graphviz DOT: pick with ``?format=json|svg|dot`` or the Accept header.
+
+    - ``table/{node}``: the tables upstream and downstream of a table node;
+    - ``column/{node}``: a column's lineage, or every column of a table node with its direct
+      sources and targets;
+    - ``process/{job}``: a job's workflow of steps, coloured by its last run;
+    - ``batch/{batch}``: the batches, runs and files upstream and downstream of a batch."""
+
+    renderer_classes = [renderers.JSONRenderer, SVGRenderer, DOTRenderer]
+
+    @extend_schema(
+        parameters=[
+            DEPTH,
+            OpenApiParameter(
+                "format", OpenApiTypes.STR, enum=["json", "svg", "dot"], description="drawing"
+            ),
+        ],
+        responses={
+            (200, "application/json"): GraphSerializer,
+            (200, "image/svg+xml"): OpenApiTypes.STR,
+            (200, "text/vnd.graphviz"): OpenApiTypes.STR,
+            404: OpenApiResponse(description="unknown, or owned by a team the user is not in"),
+        },
+    )
+    def get(self, request: Request, kind: str, pk: str) -> Response:
+        graph = self._graph(request, kind, int(pk))
+        fmt = request.accepted_renderer.format
+        if fmt == "svg":
+            return Response(graphs.to_svg(graph))
+        if fmt == "dot":
+            return Response(graphs.to_dot(graph))
+        return Response(graph.as_dict())
+
+    def handle_exception(self, exc: Exception) -> Response:
+        # errors are JSON whatever drawing was asked for
+        self.request.accepted_renderer = renderers.JSONRenderer()
+        self.request.accepted_media_type = "application/json"
+        return super().handle_exception(exc)
+
+    def _graph(self, request: Request, kind: str, pk: int) -> graphs.Graph:
+        user = request.user
+        if kind in ("table", "column"):
+            node = get_object_or_404(scope(user, LineageNode.objects.all()), pk=pk)
+            relations = visible_relations(user)
+            if kind == "table":
+                if node.container_node_id:
+                    node = node.container_node
+                return graphs.table_graph(node, relations, depth=_depth(request))
+            return graphs.column_graph(node, relations, depth=_depth(request))
+        if kind == "process":
+            job = get_object_or_404(
+                scope(user, Process.objects.filter(deleted=False)).select_related("parent"), pk=pk
+            )
+            return graphs.workflow_graph(job.parent or job)
+        get_object_or_404(scope(user, Batch.objects.all()), pk=pk)
+        return graphs.provenance_graph(pk, visible=scope(user, Batch.objects.all()))

@@ -1,0 +1,306 @@
+"""A layered left-to-right layout (Sugiyama): break cycles, put each node one layer right of
+its furthest predecessor, route long edges through dummy points, order each layer to remove
+crossings (barycentre sweeps, then swaps of neighbours, keeping the best order seen), then
+place nodes close to their neighbours without overlaps. Pure: ids and sizes in, points out."""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+
+Node = Hashable
+
+LAYER_GAP = 70  # horizontal space between the widest nodes of two layers
+NODE_GAP = 18  # vertical space between two nodes of a layer
+MARGIN = 16
+SWEEPS = 12
+
+
+@dataclass
+class Placed:
+    x: float  # left
+    y: float  # top
+    width: float
+    height: float
+    layer: int
+
+    @property
+    def right(self) -> float:
+        return self.x + self.width
+
+    @property
+    def middle(self) -> float:
+        return self.y + self.height / 2
+
+
+@dataclass
+class Layout:
+    nodes: dict[Node, Placed]
+    # edge index -> the points the edge goes through, from its source's right side to its
+    # target's left side (reversed edges of a cycle are drawn back to front)
+    routes: dict[int, list[tuple[float, float]]]
+    layers: list[list[Node]]  # real and dummy nodes, top to bottom
+    width: float
+    height: float
+    reversed_edges: set[int] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class _Dummy:
+    edge: int
+    layer: int
+
+
+def _acyclic(nodes: list[Node], edges: list[tuple[Node, Node]]) -> set[int]:
+    """The edges to reverse so that the graph has no cycle (the back edges of a DFS in the
+    nodes' order, which is stable from one drawing to the next)."""
+    out: dict[Node, list[tuple[int, Node]]] = defaultdict(list)
+    for i, (a, b) in enumerate(edges):
+        if a != b:  # a self-loop is drawn as a loop, never reversed
+            out[a].append((i, b))
+    state: dict[Node, int] = {}  # 1 on the stack, 2 done
+    back: set[int] = set()
+    for root in nodes:
+        if root in state:
+            continue
+        stack = [(root, iter(out[root]))]
+        state[root] = 1
+        while stack:
+            node, children = stack[-1]
+            for i, child in children:
+                if state.get(child) == 1:
+                    back.add(i)
+                elif child not in state:
+                    state[child] = 1
+                    stack.append((child, iter(out[child])))
+                    break
+            else:
+                state[node] = 2
+                stack.pop()
+    return back
+
+
+def _layers(nodes: list[Node], edges: list[tuple[Node, Node]]) -> dict[Node, int]:
+    """Longest path from the sources: every edge goes at least one layer to the right."""
+    preds: dict[Node, list[Node]] = defaultdict(list)
+    succs: dict[Node, list[Node]] = defaultdict(list)
+    for a, b in edges:
+        if a != b:
+            preds[b].append(a)
+            succs[a].append(b)
+    indegree = {n: len(preds[n]) for n in nodes}
+    layer = dict.fromkeys(nodes, 0)
+    ready = [n for n in nodes if indegree[n] == 0]
+    while ready:
+        node = ready.pop(0)
+        for nxt in succs[node]:
+            layer[nxt] = max(layer[nxt], layer[node] + 1)
+            indegree[nxt] -= 1
+            if indegree[nxt] == 0:
+                ready.append(nxt)
+    # Pull sources right next to their first successor (a lone input file sits beside the
+    # batch it fed, not in the first column).
+    for node in nodes:
+        if not preds[node] and succs[node]:
+            layer[node] = min(layer[s] for s in succs[node]) - 1
+    return layer
+
+
+def _crossings_between(upper: list[Node], lower_pos: dict[Node, int], links) -> int:
+    pairs = sorted(
+        (i, lower_pos[b]) for i, a in enumerate(upper) for b in links.get(a, ()) if b in lower_pos
+    )
+    count = 0
+    for k, (i, j) in enumerate(pairs):
+        for i2, j2 in pairs[k + 1 :]:
+            if i2 > i and j2 < j:
+                count += 1
+    return count
+
+
+def count_crossings(layers: list[list[Node]], links: dict[Node, list[Node]]) -> int:
+    """Edge crossings between each pair of neighbouring layers."""
+    total = 0
+    for upper, lower in itertools.pairwise(layers):
+        total += _crossings_between(upper, {n: i for i, n in enumerate(lower)}, links)
+    return total
+
+
+def _barycentre_sweep(layers, links_down, links_up, downward: bool) -> None:
+    indices = range(1, len(layers)) if downward else range(len(layers) - 2, -1, -1)
+    for li in indices:
+        fixed = layers[li - 1] if downward else layers[li + 1]
+        pos = {n: i for i, n in enumerate(fixed)}
+        neighbours = links_up if downward else links_down
+        current = {n: i for i, n in enumerate(layers[li])}
+
+        def key(node, pos=pos, neighbours=neighbours, current=current):
+            linked = [pos[m] for m in neighbours.get(node, ()) if m in pos]
+            return (sum(linked) / len(linked)) if linked else current[node]
+
+        layers[li].sort(key=key)
+
+
+def _transpose(layers, links_down, links_up) -> None:
+    """Swap neighbours of a layer while that removes crossings."""
+    improved = True
+    rounds = 0
+    while improved and rounds < 8:
+        improved, rounds = False, rounds + 1
+        for li, layer in enumerate(layers):
+            for i in range(len(layer) - 1):
+                before = _local_crossings(layers, li, links_down)
+                layer[i], layer[i + 1] = layer[i + 1], layer[i]
+                if _local_crossings(layers, li, links_down) < before:
+                    improved = True
+                else:
+                    layer[i], layer[i + 1] = layer[i + 1], layer[i]
+
+
+def _local_crossings(layers, li, links_down) -> int:
+    total = 0
+    if li > 0:
+        total += _crossings_between(
+            layers[li - 1], {n: i for i, n in enumerate(layers[li])}, links_down
+        )
+    if li + 1 < len(layers):
+        total += _crossings_between(
+            layers[li], {n: i for i, n in enumerate(layers[li + 1])}, links_down
+        )
+    return total
+
+
+def _order(layers: list[list[Node]], links_down, links_up) -> list[list[Node]]:
+    best = [list(layer) for layer in layers]
+    best_count = count_crossings(best, links_down)
+    for sweep in range(SWEEPS):
+        if best_count == 0:
+            break
+        _barycentre_sweep(layers, links_down, links_up, downward=sweep % 2 == 0)
+        _transpose(layers, links_down, links_up)
+        count = count_crossings(layers, links_down)
+        if count < best_count:
+            best, best_count = [list(layer) for layer in layers], count
+    return best
+
+
+def _place_vertically(layers, heights, links_down, links_up) -> dict[Node, float]:
+    """Tops of the nodes: each layer packed in its order, then nodes pulled towards the
+    middle of their neighbours (alternately left and right) without overlapping."""
+    top: dict[Node, float] = {}
+    for layer in layers:
+        y = 0.0
+        for node in layer:
+            top[node] = y
+            y += heights[node] + NODE_GAP
+
+    def pull(layer, neighbours) -> None:
+        wanted = {}
+        for node in layer:
+            mids = [top[m] + heights[m] / 2 for m in neighbours.get(node, ()) if m in top]
+            wanted[node] = (sum(mids) / len(mids) - heights[node] / 2) if mids else top[node]
+        # Pool adjacent violators: nodes that would overlap move as one block, placed at the
+        # mean of what its members want; the layer's order never changes.
+        blocks: list[tuple[list, list[float], float, float]] = []  # members, offsets, top, height
+        for node in layer:
+            members, offsets, start, size = [node], [0.0], wanted[node], heights[node]
+            while blocks and blocks[-1][2] + blocks[-1][3] + NODE_GAP > start:
+                above, above_offsets, _, above_size = blocks.pop()
+                shift = above_size + NODE_GAP
+                members = above + members
+                offsets = above_offsets + [o + shift for o in offsets]
+                size = shift + size
+                start = sum(wanted[m] - o for m, o in zip(members, offsets, strict=True)) / len(
+                    members
+                )
+            blocks.append((members, offsets, start, size))
+        for members, offsets, start, _ in blocks:
+            for m, o in zip(members, offsets, strict=True):
+                top[m] = start + o
+
+    for _ in range(4):
+        for li in range(1, len(layers)):
+            pull(layers[li], links_up)
+        for li in range(len(layers) - 2, -1, -1):
+            pull(layers[li], links_down)
+    lowest = min(top.values(), default=0.0)
+    return {n: y - lowest for n, y in top.items()}
+
+
+def layout(
+    nodes: Iterable[Node],
+    edges: list[tuple[Node, Node]],
+    sizes: dict[Node, tuple[float, float]],
+) -> Layout:
+    """Positions of ``nodes`` (of the given width and height) and routes of ``edges``."""
+    order = list(dict.fromkeys(nodes))
+    backwards = _acyclic(order, edges)
+    forward = [(b, a) if i in backwards else (a, b) for i, (a, b) in enumerate(edges)]
+    layer_of = _layers(order, forward)
+
+    # long edges go through one dummy point per layer they cross
+    chains: dict[int, list[Node]] = {}
+    links_down: dict[Node, list[Node]] = defaultdict(list)
+    links_up: dict[Node, list[Node]] = defaultdict(list)
+    all_layer = dict(layer_of)
+    for i, (a, b) in enumerate(forward):
+        if a == b:
+            continue
+        chain: list[Node] = [a]
+        for layer in range(layer_of[a] + 1, layer_of[b]):
+            dummy = _Dummy(i, layer)
+            all_layer[dummy] = layer
+            chain.append(dummy)
+        chain.append(b)
+        chains[i] = chain
+        for u, v in itertools.pairwise(chain):
+            links_down[u].append(v)
+            links_up[v].append(u)
+
+    count = max(all_layer.values(), default=-1) + 1
+    layers: list[list[Node]] = [[] for _ in range(count)]
+    # initial order: the order of the nodes given, dummies after their source's position
+    for node in order:
+        layers[all_layer[node]].append(node)
+    for chain in chains.values():
+        for dummy in chain[1:-1]:
+            layers[all_layer[dummy]].append(dummy)
+    layers = _order(layers, links_down, links_up)
+
+    heights = {n: (sizes[n][1] if not isinstance(n, _Dummy) else 2.0) for n in all_layer}
+    widths = {n: (sizes[n][0] if not isinstance(n, _Dummy) else 0.0) for n in all_layer}
+    tops = _place_vertically(layers, heights, links_down, links_up)
+    lefts, x = [], float(MARGIN)
+    for layer in layers:
+        lefts.append(x)
+        x += max((widths[n] for n in layer), default=0.0) + LAYER_GAP
+    placed: dict[Node, Placed] = {}
+    dummy_at: dict[_Dummy, tuple[float, float]] = {}
+    for li, layer in enumerate(layers):
+        column = max((widths[n] for n in layer), default=0.0)
+        for node in layer:
+            y = tops[node] + MARGIN
+            if isinstance(node, _Dummy):
+                dummy_at[node] = (lefts[li] + column / 2, y + 1)
+            else:
+                # centred in its column, so that edges of narrow nodes stay short
+                left = lefts[li] + (column - widths[node]) / 2
+                placed[node] = Placed(left, y, widths[node], heights[node], li)
+
+    routes: dict[int, list[tuple[float, float]]] = {}
+    for i, chain in chains.items():
+        a, b = placed[chain[0]], placed[chain[-1]]
+        points = [(a.right, a.middle)]
+        points += [dummy_at[d] for d in chain[1:-1]]
+        points.append((b.x, b.middle))
+        routes[i] = points
+    for i, (a, b) in enumerate(forward):
+        if a == b:  # a self-loop: a small arc above the node
+            p = placed[a]
+            routes[i] = [(p.right - 10, p.y), (p.right + 12, p.y - 14), (p.right, p.y + 8)]
+    width = x - LAYER_GAP + MARGIN if layers else 2 * MARGIN
+    height = max((p.y + p.height for p in placed.values()), default=0.0) + MARGIN
+    height = max(height, max((pt[1] for pt in dummy_at.values()), default=0.0) + MARGIN)
+    return Layout(placed, routes, layers, max(width, 2 * MARGIN), height, backwards)

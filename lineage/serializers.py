@@ -1,0 +1,146 @@
+"""The lineage API's bodies: queries, nodes, relations, impact rows and graphs."""
+
+from __future__ import annotations
+
+import re
+
+from rest_framework import serializers
+
+from bdre.api import ScopedRelatedField
+from lineage.graph import edge_label
+from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind, QueryKind
+from processes.models import Process
+
+TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+DIALECTS = {"spark_sql": QueryKind.SPARK_SQL, "hive": QueryKind.HIVE}
+
+
+def node_kind(node: LineageNode) -> str:
+    return NodeKind(node.node_type_id).name.lower()
+
+
+class LineageQuerySerializer(serializers.ModelSerializer):
+    dialect = serializers.SerializerMethodField()
+    relation_count = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = LineageQuery
+        fields = (
+            "id",
+            "query_string",
+            "dialect",
+            "process",
+            "instance_exec",
+            "create_ts",
+            "parse_error",
+            "relation_count",
+        )
+
+    def get_dialect(self, query: LineageQuery) -> str:
+        return QueryKind(query.query_type_id).name.lower()
+
+
+class RegisterQueryInput(serializers.Serializer):
+    query_string = serializers.CharField(max_length=200_000, trim_whitespace=False)
+    dialect = serializers.ChoiceField(choices=sorted(DIALECTS), default="spark_sql")
+    process = ScopedRelatedField(
+        queryset=Process.objects.filter(deleted=False),
+        help_text="The process the query belongs to: its team owns the query.",
+    )
+    target_table = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=257,
+        help_text="db.table a plain SELECT writes to (INSERT and CREATE ... AS name theirs).",
+    )
+
+    def validate_query_string(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("The query is empty.")
+        if "\x00" in value:
+            raise serializers.ValidationError("The query holds a NUL character.")
+        return value
+
+    def validate_target_table(self, value: str) -> str:
+        if value and not TABLE_NAME.match(value):
+            raise serializers.ValidationError("Give the table as db.table (letters, digits, _).")
+        return value
+
+
+class LineageNodeSerializer(serializers.ModelSerializer):
+    kind = serializers.SerializerMethodField()
+    container = serializers.PrimaryKeyRelatedField(source="container_node", read_only=True)
+
+    class Meta:
+        model = LineageNode
+        fields = (
+            "id",
+            "kind",
+            "qualified_name",
+            "display_name",
+            "container",
+            "node_order",
+            "insert_ts",
+            "update_ts",
+        )
+
+    def get_kind(self, node: LineageNode) -> str:
+        return node_kind(node)
+
+
+class LineageNodeDetailSerializer(LineageNodeSerializer):
+    columns = serializers.SerializerMethodField()
+
+    class Meta(LineageNodeSerializer.Meta):
+        fields = (*LineageNodeSerializer.Meta.fields, "columns")
+
+    def get_columns(self, node: LineageNode) -> list[dict]:
+        children = node.children.order_by("node_order", "id")
+        return LineageNodeSerializer(children, many=True).data
+
+
+class LineageRelationSerializer(serializers.ModelSerializer):
+    source = serializers.CharField(source="src_node.qualified_name", read_only=True)
+    target = serializers.CharField(source="target_node.qualified_name", read_only=True)
+    functions = serializers.SerializerMethodField()
+
+    class Meta:
+        model = LineageRelation
+        fields = ("id", "src_node", "source", "target_node", "target", "query", "functions")
+
+    def get_functions(self, relation: LineageRelation) -> list[str]:
+        label = edge_label(relation.dot_string)
+        return [f for f in label.split(", ") if f]
+
+
+class ImpactSerializer(serializers.Serializer):
+    node_id = serializers.IntegerField()
+    qualified_name = serializers.CharField()
+    kind = serializers.CharField()
+    distance = serializers.IntegerField(help_text="hops from the node asked about")
+    functions = serializers.ListField(child=serializers.CharField())
+
+
+class GraphNodeSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    label = serializers.CharField()
+    kind = serializers.CharField()
+    detail = serializers.CharField()
+    state = serializers.CharField()
+    ref = serializers.IntegerField(allow_null=True)
+    focus = serializers.BooleanField()
+    url = serializers.CharField()
+
+
+class GraphEdgeSerializer(serializers.Serializer):
+    source = serializers.CharField()
+    target = serializers.CharField()
+    label = serializers.CharField()
+
+
+class GraphSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    title = serializers.CharField()
+    truncated = serializers.BooleanField()
+    nodes = GraphNodeSerializer(many=True)
+    edges = GraphEdgeSerializer(many=True)
