@@ -74,6 +74,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "bdre.context_processors.ui",
             ],
         },
     },
@@ -125,7 +126,9 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
-LOGIN_URL = "admin:login"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "ui-dashboard"
+LOGOUT_REDIRECT_URL = "login"
 
 # --- Encryption at rest -------------------------------------------------------------------
 # A comma list of Fernet keys: the first encrypts, all decrypt (key rotation).

@@ -3,13 +3,12 @@ from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.urls import Resolver404, include, path, re_path, resolve
 from django.views.decorators.csrf import csrf_exempt
-from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 admin.site.site_header = "BDRE administration"
 admin.site.site_title = "BDRE"
 admin.site.index_title = "Raw records"
-admin.site.site_url = None  # no "view site" link until the browser UI has pages of its own
+admin.site.site_url = "/"
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -34,7 +33,8 @@ def api_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
 
 
 urlpatterns = [
-    path("", RedirectView.as_view(pattern_name="admin:index", permanent=False)),
+    path("", include("bdre.ui_urls")),
+    path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
     path("api/v1/", include("bdre.api_urls")),

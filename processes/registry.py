@@ -611,3 +611,38 @@ def instantiate(
         if "batch_cut_pattern" in exc.message_dict:
             raise ValidationError({"upstream": exc.message_dict["batch_cut_pattern"]}) from exc
         raise
+
+
+@transaction.atomic
+def template_from_job(job: Process, *, name: str, description: str = "") -> ProcessTemplate:
+    """Save a job's shape as a template: its steps (named without the job's prefix, as
+    ``instantiate`` adds the new job's), their kinds, links, cut patterns and properties.
+    Upstream jobs and the schedule are given when a job is made from it."""
+    document = export_job(job)
+    prefix = f"{job.name}_"
+
+    def short(step_name: str) -> str:
+        return step_name[len(prefix) :] if step_name.startswith(prefix) else step_name
+
+    types = dict(ProcessType.objects.values_list("name", "pk"))
+    return save_template(
+        TemplateSpec(
+            name=name,
+            bus_domain=job.bus_domain,
+            process_type_id=job.process_type_id,
+            description=description or document["description"],
+            properties={g: v for g, v in document["properties"].items() if g != "schedule"},
+            steps=[
+                TemplateStepSpec(
+                    name=short(step["name"]),
+                    process_type_id=types[step["process_type"]],
+                    description=step["description"],
+                    can_recover=step["can_recover"],
+                    batch_cut_pattern=step["batch_cut_pattern"],
+                    next=[short(n) for n in step["next"]],
+                    properties=step["properties"],
+                )
+                for step in document["steps"]
+            ],
+        )
+    )

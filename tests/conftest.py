@@ -55,6 +55,18 @@ def team(db) -> Team:
 
 
 @pytest.fixture
+def sent(monkeypatch):
+    """The runs queued on Celery, instead of sending them: ``[((job_id, max_batch), kw)]``."""
+    from processes import tasks
+
+    calls: list[tuple] = []
+    monkeypatch.setattr(
+        tasks.run_process, "apply_async", lambda args, **kw: calls.append((args, kw))
+    )
+    return calls
+
+
+@pytest.fixture
 def superuser(db):
     user = UserFactory(username="root", is_staff=True, is_superuser=True)
     return user

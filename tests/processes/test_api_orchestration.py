@@ -4,20 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from processes import lifecycle, schedules, tasks
+from processes import lifecycle, schedules
 from processes.models import ExecState, InstanceExec
 from tests.api import api_as
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def sent(monkeypatch):
-    calls: list[tuple] = []
-    monkeypatch.setattr(
-        tasks.run_process, "apply_async", lambda args, **kw: calls.append((args, kw))
-    )
-    return calls
 
 
 def test_a_developer_runs_a_job_now(team, make_job, sent, django_capture_on_commit_callbacks):

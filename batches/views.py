@@ -1,0 +1,111 @@
+"""Pages of the queue and its archive (filters; requeue and discard after a confirmation)
+and of a batch (its files, its provenance graph)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.safestring import mark_safe
+
+from batches import queue
+from batches.filters import ArchiveFilter, QueueFilter
+from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchStatus, File
+from bdre.access import Role, can, scope
+from bdre.errors import BdreError
+from lineage import graph as graphs
+from processes.models import Process
+
+ACTIONS = {
+    "requeue": "Put the batch back in the queue: the next run of the job claims it again.",
+    "discard": "Take the batch out of the queue for good: no run will claim it.",
+}
+
+
+@login_required
+def queue_inspector(request: HttpRequest) -> HttpResponse:
+    archived = request.GET.get("table") == "archive"
+    model, filterset_class = (
+        (ArchiveConsumpQueue, ArchiveFilter) if archived else (BatchConsumpQueue, QueueFilter)
+    )
+    rows = scope(request.user, model.objects.all()).select_related(
+        "process__parent", "batch_state", "source_process"
+    )
+    found = filterset_class(request.GET, queryset=rows.order_by("-id"))
+    page = Paginator(found.qs if found.is_valid() else rows.none(), 50).get_page(
+        request.GET.get("page")
+    )
+    steps = scope(request.user, Process.objects.filter(parent__isnull=False, deleted=False))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "batches/queue.html",
+        {
+            "archived": archived,
+            "page": page,
+            "errors": found.errors,
+            "steps": steps.select_related("parent").order_by("parent__name", "name"),
+            "states": BatchStatus.objects.order_by("pk"),
+            "params": request.GET,
+            "query": query.urlencode(),
+            "can_act": {row.pk: can(request.user, row, Role.DEVELOPER) for row in page.object_list}
+            if not archived
+            else {},
+        },
+    )
+
+
+@login_required
+def queue_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
+    """GET: the confirmation page; POST: the action itself."""
+    row = get_object_or_404(
+        scope(request.user, BatchConsumpQueue.objects.all()).select_related(
+            "process__parent", "batch_state"
+        ),
+        pk=pk,
+    )
+    if not can(request.user, row, Role.DEVELOPER):
+        raise PermissionDenied("Requeue and discard need the developer role.")
+    if request.method == "POST":
+        try:
+            if action == "requeue":
+                queue.requeue(row.pk)
+                messages.success(request, f"Batch {row.source_batch_id} is queued again.")
+            else:
+                reason = request.POST.get("reason", "").strip() or f"discarded by {request.user}"
+                queue.discard(row.pk, reason)
+                messages.success(request, f"Batch {row.source_batch_id} is discarded.")
+        except BdreError as exc:
+            messages.error(request, f"{exc.message} (error {exc.code})")
+        return redirect("ui-queue")
+    return render(
+        request,
+        "batches/confirm.html",
+        {"row": row, "action": action, "explanation": ACTIONS[action]},
+    )
+
+
+@login_required
+def batch_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    visible = scope(request.user, Batch.objects.all())
+    batch = get_object_or_404(visible.select_related("source_instance_exec__process"), pk=pk)
+    graph = graphs.provenance_graph(batch.pk, visible=visible)
+    for node in graph.nodes.values():
+        if node.kind == "batch" and node.ref:
+            node.url = f"/batches/{node.ref}/"
+    files = Paginator(File.objects.filter(batch=batch).order_by("id"), 100).get_page(
+        request.GET.get("page")
+    )
+    return render(
+        request,
+        "batches/batch.html",
+        {
+            "batch": batch,
+            "files": files,
+            "graph": mark_safe(graphs.to_svg(graph)),
+        },
+    )

@@ -1,0 +1,129 @@
+"""What the dashboard shows, per job the user may see: its last run, its next scheduled run,
+its queue (depth, oldest waiting batch, dead letters) and its failures of the last 24 hours;
+and over the last 24 hours, runs per hour and the depth of the queue."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import Count, Max, Min, Q, QuerySet
+from django.utils import timezone
+
+from batches.models import CLAIMABLE_STATES, ArchiveConsumpQueue, BatchConsumpQueue, BatchState
+from processes import schedules
+from processes.models import ExecState, InstanceExec, Process
+
+
+@dataclass
+class JobRow:
+    job: Process
+    last_run: InstanceExec | None
+    next_run: datetime | None
+    schedule: str  # "every 60 s", "cron ...", "after upstream", "paused", "manual"
+    queue_depth: int
+    oldest_waiting: datetime | None
+    dead_letters: int
+    failures_24h: int
+
+
+@dataclass
+class HourBucket:
+    start: datetime
+    succeeded: int
+    failed: int
+    queued: int  # batches waiting at the end of the hour
+
+
+def _describe(schedule: schedules.Schedule) -> str:
+    if schedule.is_timed and not schedule.enabled:
+        return "paused"
+    if schedule.cron:
+        return f"cron {schedule.cron} ({schedule.timezone})"
+    if schedule.every_seconds:
+        return f"every {schedule.every_seconds} s"
+    return "after upstream" if schedule.on_upstream else "manual"
+
+
+def job_rows(jobs: QuerySet[Process], now: datetime | None = None) -> list[JobRow]:
+    now = now or timezone.now()
+    jobs = jobs.filter(parent__isnull=True, deleted=False).order_by("name")
+    ids = list(jobs.values_list("pk", flat=True))
+    last_ids = (
+        InstanceExec.objects.filter(process_id__in=ids, parent__isnull=True)
+        .values("process_id")
+        .annotate(last=Max("id"))
+        .values_list("last", flat=True)
+    )
+    last = {
+        r.process_id: r
+        for r in InstanceExec.objects.filter(pk__in=list(last_ids)).select_related("exec_state")
+    }
+    queues = {
+        row["process__parent_id"]: row
+        for row in BatchConsumpQueue.objects.filter(process__parent_id__in=ids)
+        .values("process__parent_id")
+        .annotate(
+            depth=Count("id", filter=Q(batch_state_id__in=CLAIMABLE_STATES)),
+            oldest=Min("insert_ts", filter=Q(batch_state_id__in=CLAIMABLE_STATES)),
+            dead=Count("id", filter=Q(batch_state_id=BatchState.DISCARDED)),
+        )
+    }
+    failures = dict(
+        InstanceExec.objects.filter(
+            process_id__in=ids,
+            parent__isnull=True,
+            exec_state_id__in=(ExecState.FAILED, ExecState.KILLED),
+            end_ts__gte=now - timedelta(hours=24),
+        )
+        .values("process_id")
+        .annotate(n=Count("id"))
+        .values_list("process_id", "n")
+    )
+    rows = []
+    for job in jobs:
+        schedule = schedules.schedule_of(job.pk)
+        queue = queues.get(job.pk, {})
+        rows.append(
+            JobRow(
+                job=job,
+                last_run=last.get(job.pk),
+                next_run=datetime.fromisoformat(schedule.next_run) if schedule.next_run else None,
+                schedule=_describe(schedule),
+                queue_depth=queue.get("depth", 0),
+                oldest_waiting=queue.get("oldest"),
+                dead_letters=queue.get("dead", 0),
+                failures_24h=failures.get(job.pk, 0),
+            )
+        )
+    return rows
+
+
+def hourly(
+    jobs: QuerySet[Process], hours: int = 24, now: datetime | None = None
+) -> list[HourBucket]:
+    """Runs finished per hour (succeeded, failed) and the batches waiting at each hour's end,
+    from the queue and its archive (a row waits from its insert until its claim ends)."""
+    now = (now or timezone.now()).replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    start = now - timedelta(hours=hours)
+    ids = list(jobs.filter(parent__isnull=True).values_list("pk", flat=True))
+    runs = InstanceExec.objects.filter(
+        process_id__in=ids, parent__isnull=True, end_ts__gte=start, end_ts__lt=now
+    ).values_list("end_ts", "exec_state_id")
+    buckets = [HourBucket(start + timedelta(hours=h), 0, 0, 0) for h in range(hours)]
+    for end_ts, state in runs:
+        bucket = buckets[int((end_ts - start).total_seconds() // 3600)]
+        if state == ExecState.SUCCESS:
+            bucket.succeeded += 1
+        else:
+            bucket.failed += 1
+    for bucket in buckets:
+        at = bucket.start + timedelta(hours=1)
+        waiting = Q(insert_ts__lt=at) & (Q(end_ts__isnull=True) | Q(end_ts__gte=at))
+        for model in (BatchConsumpQueue, ArchiveConsumpQueue):
+            bucket.queued += (
+                model.objects.filter(waiting, process__parent_id__in=ids)
+                .exclude(batch_state_id=BatchState.DISCARDED)
+                .count()
+            )
+    return buckets

@@ -1,0 +1,221 @@
+"""Forms of the registration pages: a job with its steps (a formset), links, upstream jobs,
+properties and schedule; a job made from a template; a job saved as a template; a schedule.
+They only parse: the registry (``processes.registry``) validates and writes, and its errors
+are put back on the fields at fault (:func:`place_errors`)."""
+
+from __future__ import annotations
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.forms import formset_factory
+
+from bdre.access import Role, scope, teams
+from processes import registry, schedules
+from processes.models import (
+    PROCESS_NAME_VALIDATOR,
+    BusDomain,
+    Process,
+    ProcessTemplate,
+    ProcessType,
+)
+
+PROPERTIES_HELP = "One per line: group.key = value"
+
+
+def parse_properties(text: str) -> dict[str, dict[str, str]]:
+    """``group.key = value`` lines into ``{group: {key: value}}``; blank lines are skipped."""
+    found: dict[str, dict[str, str]] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        name, sep, value = line.partition("=")
+        group, dot, key = name.strip().partition(".")
+        if not sep or not dot or not group or not key.strip():
+            raise ValidationError(f"Line {number}: write group.key = value")
+        found.setdefault(group, {})[key.strip()] = value.strip()
+    return found
+
+
+def developer_applications(user):
+    return BusDomain.objects.filter(team__in=teams(user, Role.DEVELOPER)).order_by("name")
+
+
+class ScheduleFields(forms.Form):
+    every_seconds = forms.IntegerField(
+        required=False, min_value=1, label="every (seconds)", help_text="or a cron expression"
+    )
+    cron = forms.CharField(
+        required=False, max_length=100, help_text="minute hour day-of-month month day-of-week"
+    )
+    timezone = forms.CharField(initial="UTC", max_length=64)
+    on_upstream = forms.BooleanField(
+        required=False, label="run when an upstream job queued a batch"
+    )
+
+    def schedule(self) -> schedules.Schedule:
+        data = self.cleaned_data
+        return schedules.Schedule(
+            cron=data.get("cron") or "",
+            every_seconds=data.get("every_seconds"),
+            timezone=data.get("timezone") or "UTC",
+            on_upstream=bool(data.get("on_upstream")),
+        )
+
+
+class JobForm(ScheduleFields):
+    application = forms.ModelChoiceField(queryset=BusDomain.objects.none())
+    name = forms.CharField(max_length=128, validators=[PROCESS_NAME_VALIDATOR])
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    job_type = forms.ModelChoiceField(
+        queryset=ProcessType.objects.filter(parent_process_type__isnull=True).order_by("pk"),
+        label="type",
+    )
+    max_retries = forms.IntegerField(min_value=1, initial=3)
+    lease_seconds = forms.IntegerField(min_value=1, initial=3600)
+    properties = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text=PROPERTIES_HELP
+    )
+
+    field_order = [
+        "application",
+        "name",
+        "description",
+        "job_type",
+        "max_retries",
+        "lease_seconds",
+        "properties",
+        "every_seconds",
+        "cron",
+        "timezone",
+        "on_upstream",
+    ]
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["application"].queryset = developer_applications(user)
+
+    def clean_properties(self) -> dict:
+        return parse_properties(self.cleaned_data.get("properties", ""))
+
+
+class StepForm(forms.Form):
+    name = forms.CharField(max_length=128, validators=[PROCESS_NAME_VALIDATOR])
+    kind = forms.ModelChoiceField(
+        queryset=ProcessType.objects.filter(parent_process_type__isnull=False).order_by("pk"),
+        label="kind",
+    )
+    after = forms.CharField(
+        required=False,
+        label="next steps",
+        help_text="names, comma separated; blank: the next step in the list",
+    )
+    upstream = forms.ModelMultipleChoiceField(
+        queryset=Process.objects.none(), required=False, label="upstream jobs"
+    )
+    batch_cut_pattern = forms.CharField(required=False, max_length=128)
+    properties = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text=PROPERTIES_HELP
+    )
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["kind"].label_from_instance = lambda t: f"{t.name} ({t.job_kind})"
+        self.fields["upstream"].queryset = scope(
+            user, Process.objects.filter(parent__isnull=True, deleted=False)
+        ).order_by("name")
+
+    def clean_properties(self) -> dict:
+        return parse_properties(self.cleaned_data.get("properties", ""))
+
+    def spec(self) -> registry.StepSpec:
+        data = self.cleaned_data
+        after = [n.strip() for n in (data.get("after") or "").split(",") if n.strip()]
+        return registry.StepSpec(
+            name=data["name"],
+            process_type_id=data["kind"].pk,
+            upstream=[u.pk for u in data.get("upstream") or []],
+            batch_cut_pattern=data.get("batch_cut_pattern") or "",
+            next=after or None,
+            properties=data.get("properties") or {},
+        )
+
+
+BaseStepFormSet = formset_factory(StepForm, extra=1, min_num=1, validate_min=True)
+
+
+class StepFormSet(BaseStepFormSet):
+    def __init__(self, *args, user, **kwargs):
+        self.user = user
+        super().__init__(*args, **kwargs)
+
+    def get_form_kwargs(self, index):
+        return {**super().get_form_kwargs(index), "user": self.user}
+
+    @property
+    def empty_form(self):
+        form = self.form(auto_id=self.auto_id, prefix=self.add_prefix("__prefix__"), user=self.user)
+        self.add_fields(form, None)
+        return form
+
+    def filled(self) -> list[StepForm]:
+        return [f for f in self.forms if f.has_changed() and f.is_valid()]
+
+
+STEP_FIELDS = {
+    "process_type": "kind",
+    "batch_cut_pattern": "batch_cut_pattern",
+    "enqueuing_processes": "upstream",
+    "next_processes": "after",
+}
+JOB_FIELDS = {"name": "name", "process_type": "job_type", "max_retries": "max_retries"}
+
+
+def place_errors(error: ValidationError, job_form: forms.Form, steps: list[StepForm]) -> None:
+    """Put the registry's errors on the fields at fault: a message ``"<step>: ..."`` on that
+    step's field, the others on the job form (or, unknown, at its top)."""
+    by_name = {f.cleaned_data.get("name"): f for f in steps if hasattr(f, "cleaned_data")}
+    details = error.message_dict if hasattr(error, "error_dict") else {"__all__": error.messages}
+    for key, messages in details.items():
+        for message in messages:
+            step_name, sep, rest = message.partition(": ")
+            if sep and step_name in by_name and key in STEP_FIELDS:
+                by_name[step_name].add_error(STEP_FIELDS[key], rest)
+            elif JOB_FIELDS.get(key, key) in job_form.fields:
+                job_form.add_error(JOB_FIELDS.get(key, key), message)
+            else:
+                job_form.add_error(None, message if key == "__all__" else f"{key}: {message}")
+
+
+class FromTemplateForm(ScheduleFields):
+    template = forms.ModelChoiceField(queryset=ProcessTemplate.objects.none())
+    application = forms.ModelChoiceField(queryset=BusDomain.objects.none())
+    name = forms.CharField(max_length=100, validators=[PROCESS_NAME_VALIDATOR])
+    properties = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Overrides, one per line: group.key = value, or step.group.key = value",
+    )
+
+    field_order = ["template", "application", "name", "properties"]
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["template"].queryset = scope(
+            user, ProcessTemplate.objects.filter(parent__isnull=True, deleted=False)
+        ).order_by("name")
+        self.fields["application"].queryset = developer_applications(user)
+
+    def clean_properties(self) -> dict:
+        """``step.group.key`` lines become the registry's ``"step.group"`` groups."""
+        found: dict[str, dict[str, str]] = {}
+        for group, values in parse_properties(self.cleaned_data.get("properties", "")).items():
+            for key, value in values.items():
+                owner, dot, real_key = key.rpartition(".")
+                target = f"{group}.{owner}" if dot else group
+                found.setdefault(target, {})[real_key if dot else key] = value
+        return found
+
+
+class SaveTemplateForm(forms.Form):
+    name = forms.CharField(max_length=128, validators=[PROCESS_NAME_VALIDATOR])
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))

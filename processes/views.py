@@ -1,0 +1,330 @@
+"""Pages of jobs and runs: the dashboard, a job (workflow, properties, schedule, runs,
+queue; run now, terminate, pause and resume), a run (steps, counters, logs; refreshed while
+it runs). Each view parses, calls one service and renders; every list goes through
+``scope``; actions check the role and are refused (403) when forced."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_POST
+
+from batches.models import BatchConsumpQueue
+from bdre import charts
+from bdre.access import Role, can, scope
+from bdre.errors import BdreError
+from lineage import graph as graphs
+from processes import dashboard as selectors
+from processes import forms, orchestrator, registry, schedules
+from processes.models import (
+    ExecState,
+    InstanceExec,
+    Process,
+    ProcessLog,
+    ProcessTemplate,
+    Property,
+)
+
+
+def visible_jobs(request: HttpRequest):
+    return scope(request.user, Process.objects.filter(parent__isnull=True, deleted=False))
+
+
+def _job(request: HttpRequest, pk: int, role: Role = Role.VIEWER) -> Process:
+    job = get_object_or_404(visible_jobs(request).select_related("bus_domain__team"), pk=pk)
+    if role != Role.VIEWER and not can(request.user, job, role):
+        raise PermissionDenied(f"This needs the {role.value} role in {job.bus_domain.team}.")
+    return job
+
+
+@login_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    jobs = visible_jobs(request)
+    hours = selectors.hourly(jobs)
+    labels = [h.start.strftime("%H:00") for h in hours]
+    runs_chart = charts.stacked_bars(
+        "Runs finished per hour, last 24 hours",
+        labels,
+        [
+            ("succeeded", "#3a9a5b", [h.succeeded for h in hours]),
+            ("failed", "#c8404d", [h.failed for h in hours]),
+        ],
+    )
+    queue_chart = charts.line(
+        "Batches waiting in the queue, last 24 hours", labels, [h.queued for h in hours]
+    )
+    rows = selectors.job_rows(jobs)
+    return render(
+        request,
+        "processes/dashboard.html",
+        {
+            "rows": rows,
+            "runs_chart": mark_safe(runs_chart),
+            "queue_chart": mark_safe(queue_chart),
+            "totals": {
+                "queued": sum(r.queue_depth for r in rows),
+                "dead": sum(r.dead_letters for r in rows),
+                "failures": sum(r.failures_24h for r in rows),
+                "running": sum(
+                    1 for r in rows if r.last_run and r.last_run.exec_state_id == ExecState.RUNNING
+                ),
+            },
+        },
+    )
+
+
+@login_required
+def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    job = _job(request, pk)
+    steps = list(job.steps.filter(deleted=False).select_related("process_type").order_by("id"))
+    properties: dict[str, dict[str, list[Property]]] = defaultdict(lambda: defaultdict(list))
+    for prop in Property.objects.filter(process__in=[job, *steps]).select_related("process"):
+        properties[prop.process.name][prop.config_group].append(prop)
+    schedule = schedules.schedule_of(job.pk)
+    workflow = graphs.workflow_graph(job)
+    for node in workflow.nodes.values():
+        if node.kind == "job" and node.ref:
+            node.url = f"/jobs/{node.ref}/"
+    runs = InstanceExec.objects.filter(process=job, parent__isnull=True).select_related(
+        "exec_state"
+    )[:20]
+    queue = (
+        BatchConsumpQueue.objects.filter(process__parent=job)
+        .select_related("process", "batch_state")
+        .order_by("-id")[:20]
+    )
+    return render(
+        request,
+        "processes/job.html",
+        {
+            "job": job,
+            "steps": steps,
+            "properties": {name: dict(groups) for name, groups in properties.items()},
+            "workflow": mark_safe(graphs.to_svg(workflow)),
+            "runs": runs,
+            "queue": queue,
+            "schedule": schedule,
+            "next_run": datetime.fromisoformat(schedule.next_run) if schedule.next_run else None,
+            "can_run": can(request.user, job, Role.DEVELOPER),
+            "schedule_form": forms.ScheduleFields(
+                initial={
+                    "every_seconds": schedule.every_seconds,
+                    "cron": schedule.cron,
+                    "timezone": schedule.timezone,
+                    "on_upstream": schedule.on_upstream,
+                }
+            ),
+            "template_form": forms.SaveTemplateForm(initial={"name": f"{job.name}_template"}),
+            "running": InstanceExec.objects.filter(
+                process=job, exec_state_id=ExecState.RUNNING
+            ).first(),
+        },
+    )
+
+
+@login_required
+@require_POST
+def job_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
+    job = _job(request, pk, Role.DEVELOPER)
+    try:
+        if action == "run":
+            orchestrator.enqueue_run(job.pk)
+            messages.success(request, f"A run of {job.name} is queued.")
+        elif action == "terminate":
+            run_id = orchestrator.terminate(job.pk, f"terminated by {request.user}")
+            messages.success(request, f"Run {run_id} of {job.name} is terminated.")
+        elif action == "pause":
+            schedules.pause(job.pk)
+            messages.success(request, f"The schedule of {job.name} is paused.")
+        elif action == "resume":
+            schedules.resume(job.pk)
+            messages.success(request, f"The schedule of {job.name} runs again.")
+    except BdreError as exc:
+        messages.error(request, f"{exc.message} (error {exc.code})")
+    return redirect("ui-job", pk=job.pk)
+
+
+def _run_context(request: HttpRequest, pk: int) -> dict:
+    run = get_object_or_404(
+        scope(request.user, InstanceExec.objects.filter(parent__isnull=True)).select_related(
+            "process", "exec_state", "target_batch"
+        ),
+        pk=pk,
+    )
+    steps = list(
+        InstanceExec.objects.filter(parent=run)
+        .select_related("process", "exec_state")
+        .order_by("id")
+    )
+    first = run.start_ts
+    last = max([s.end_ts or s.start_ts for s in steps] + [run.end_ts or run.start_ts])
+    span = max((last - first).total_seconds(), 1.0)
+    for step in steps:
+        end = step.end_ts or last
+        step.offset_pct = 100 * (step.start_ts - first).total_seconds() / span
+        step.width_pct = max(100 * (end - step.start_ts).total_seconds() / span, 0.8)
+        step.seconds = (end - step.start_ts).total_seconds()
+    logs = ProcessLog.objects.filter(instance_exec__in=[run, *steps]).order_by("id")[:200]
+    return {
+        "run": run,
+        "steps": steps,
+        "logs": logs,
+        "live": run.exec_state_id == ExecState.RUNNING,
+        "duration": ((run.end_ts or last) - run.start_ts).total_seconds(),
+    }
+
+
+@login_required
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    return render(request, "processes/run.html", _run_context(request, pk))
+
+
+@login_required
+def run_live(request: HttpRequest, pk: int) -> HttpResponse:
+    """The changing part of the run page, fetched by the page's script while it runs."""
+    return render(request, "processes/_run_live.html", _run_context(request, pk))
+
+
+# --- registration ------------------------------------------------------------------------------
+
+
+def _step_formset(request: HttpRequest) -> forms.StepFormSet:
+    if request.method != "POST":
+        return forms.StepFormSet(user=request.user, prefix="step")
+    data = request.POST.copy()
+    if "add_step" in data:
+        # no script: one more empty row, the rest of the input kept as typed
+        data["step-TOTAL_FORMS"] = str(int(data.get("step-TOTAL_FORMS", "1")) + 1)
+    return forms.StepFormSet(data, user=request.user, prefix="step")
+
+
+@login_required
+def job_new(request: HttpRequest) -> HttpResponse:
+    if not forms.developer_applications(request.user).exists():
+        raise PermissionDenied("Registering a job needs the developer role in a team.")
+    job_form = forms.JobForm(request.POST or None, user=request.user)
+    steps = _step_formset(request)
+    if (
+        request.method == "POST"
+        and "add_step" not in request.POST
+        and job_form.is_valid()
+        and steps.is_valid()
+    ):
+        data = job_form.cleaned_data
+        filled = steps.filled()
+        try:
+            job = registry.register_pipeline(
+                registry.JobSpec(
+                    name=data["name"],
+                    bus_domain=data["application"],
+                    process_type_id=data["job_type"].pk,
+                    steps=[f.spec() for f in filled],
+                    description=data["description"],
+                    properties=data["properties"],
+                    max_retries=data["max_retries"],
+                    lease_seconds=data["lease_seconds"],
+                    schedule=job_form.schedule(),
+                )
+            )
+        except ValidationError as exc:
+            forms.place_errors(exc, job_form, filled)
+        else:
+            messages.success(request, f"{job.name} is registered with {len(filled)} steps.")
+            return redirect("ui-job", pk=job.pk)
+    return render(request, "processes/job_new.html", {"form": job_form, "steps": steps})
+
+
+@login_required
+def job_from_template(request: HttpRequest) -> HttpResponse:
+    if not forms.developer_applications(request.user).exists():
+        raise PermissionDenied("Registering a job needs the developer role in a team.")
+    form = forms.FromTemplateForm(request.POST or None, user=request.user)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            job = registry.instantiate(
+                data["template"],
+                name=data["name"],
+                bus_domain=data["application"],
+                properties=data["properties"],
+                schedule=form.schedule(),
+            )
+        except ValidationError as exc:
+            forms.place_errors(exc, form, [])
+        else:
+            messages.success(request, f"{job.name} is registered from {data['template'].name}.")
+            return redirect("ui-job", pk=job.pk)
+    return render(request, "processes/job_from_template.html", {"form": form})
+
+
+@login_required
+def template_list(request: HttpRequest) -> HttpResponse:
+    templates = scope(
+        request.user, ProcessTemplate.objects.filter(parent__isnull=True, deleted=False)
+    ).select_related("bus_domain__team", "process_type")
+    rows = [
+        (t, registry.template_steps(t), can(request.user, t, Role.ADMIN))
+        for t in templates.order_by("name")
+    ]
+    return render(request, "processes/templates.html", {"rows": rows})
+
+
+def _say_errors(request: HttpRequest, form) -> None:
+    """A form posted from the job page: its errors come back there as a message."""
+    messages.error(request, " ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+
+
+@login_required
+@require_POST
+def template_save(request: HttpRequest, pk: int) -> HttpResponse:
+    job = _job(request, pk, Role.DEVELOPER)
+    form = forms.SaveTemplateForm(request.POST)
+    if form.is_valid():
+        try:
+            template = registry.template_from_job(job, **form.cleaned_data)
+        except ValidationError as exc:
+            messages.error(request, " ".join(exc.messages))
+        else:
+            messages.success(request, f"Template {template.name} is saved.")
+            return redirect("ui-templates")
+    else:
+        _say_errors(request, form)
+    return redirect("ui-job", pk=job.pk)
+
+
+@login_required
+@require_POST
+def template_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    template = get_object_or_404(
+        scope(request.user, ProcessTemplate.objects.filter(parent__isnull=True, deleted=False)),
+        pk=pk,
+    )
+    if not can(request.user, template, Role.ADMIN):
+        raise PermissionDenied("Deleting a template needs the admin role.")
+    registry.delete_template(template.pk)
+    messages.success(request, f"Template {template.name} is deleted.")
+    return redirect("ui-templates")
+
+
+@login_required
+@require_POST
+def schedule_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    job = _job(request, pk, Role.DEVELOPER)
+    form = forms.ScheduleFields(request.POST)
+    if form.is_valid():
+        try:
+            schedules.set_schedule(job.pk, form.schedule())
+        except ValidationError as exc:
+            messages.error(request, " ".join(exc.messages))
+        else:
+            messages.success(request, f"The schedule of {job.name} is saved.")
+    else:
+        messages.error(request, " ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+    return redirect("ui-job", pk=job.pk)

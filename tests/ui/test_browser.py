@@ -1,0 +1,158 @@
+"""The UI in a real browser (Debian's Chromium, headless, driven by Playwright) against a live
+server and a real Celery worker: a developer registers a job of two steps through the forms,
+runs it and watches its run page reach SUCCESS, then opens its workflow and a lineage graph;
+a viewer finds no button that changes anything. Screenshots of every page go to
+``var/screenshots/``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from lineage.extract import extract, record
+from processes.models import Process
+from tests.factories import LineageQueryFactory
+from tests.processes.workers import Worker, purge_broker, worker_env
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
+CALL = 51
+
+if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
+    pytest.skip("Debian's chromium is not installed (.ci/run installs it)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    # Playwright's sync API runs an event loop in this thread; the ORM calls of the test
+    # itself are plain blocking calls all the same.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def worker(tmp_path, settings):
+    settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
+    purge_broker()
+    w = Worker(tmp_path / "worker.log", worker_env(tmp_path)).start()
+    yield w
+    w.stop()
+
+
+def log_in(browser, live_server, user, viewport=(1280, 900)):
+    page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+    page.set_default_timeout(20_000)
+    user.set_password("pw-for-the-browser")
+    user.save()
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("input[name=username]", user.username)
+    page.fill("input[name=password]", "pw-for-the-browser")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/")
+    return page
+
+
+def shot(page, name: str) -> None:
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def test_a_developer_registers_runs_and_inspects_a_job(team, live_server, browser, worker):
+    page = log_in(browser, live_server, team.developer)
+    shot(page, "01-dashboard-developer")
+
+    page.click("text=Register")
+    page.select_option("select[name=application]", str(team.application.pk))
+    page.fill("input[name=name]", "browser_job")
+    page.select_option("select[name=job_type]", "5")
+    for i, name in enumerate(("browser_job_first", "browser_job_second")):
+        page.fill(f"input[name=step-{i}-name]", name)
+        page.select_option(f"select[name=step-{i}-kind]", str(CALL))
+        page.fill(
+            f"textarea[name=step-{i}-properties]",
+            "callable.path = tests.processes.callables.sleep\ntest.sleep = 2",
+        )
+    shot(page, "02-register-form")
+    page.click("button[name=register]")
+    page.wait_for_selector("text=is registered with 2 steps")
+    job = Process.objects.get(name="browser_job", parent=None)
+    assert page.url == f"{live_server.url}/jobs/{job.pk}/"
+    shot(page, "03-job-registered")
+
+    page.click("text=Run now")
+    page.wait_for_selector("text=A run of browser_job is queued.")
+    # the worker picks the run up: its row appears on the job page
+    for _ in range(60):
+        if page.locator("td a[href^='/runs/']").count():
+            break
+        page.wait_for_timeout(500)
+        page.reload()
+    page.locator("td a[href^='/runs/']").first.click()
+    state = page.locator("[data-testid=run-state]")
+    shot(page, "04-run-in-progress")
+    # the page refreshes itself while the run goes on: no reload here
+    state.filter(has_text="SUCCESS").wait_for(timeout=90_000)
+    assert page.locator(".lane").count() == 2
+    shot(page, "05-run-success")
+
+    page.goto(f"{live_server.url}/jobs/{job.pk}/")
+    graph = page.locator(".graph svg")
+    assert graph.locator("g.node[data-state=SUCCESS]").count() == 2
+    shot(page, "06-workflow-graph")
+
+    step = job.steps.order_by("id").first()
+    record(
+        LineageQueryFactory(process=step),
+        extract(
+            "SELECT page, COUNT(*) AS views, SUM(amount) AS revenue FROM lake.events GROUP BY page",
+            schema={"lake": {"events": {"page": "string", "amount": "double"}}},
+            target="lake.daily_pages",
+        ),
+    )
+    page.click("text=Lineage")
+    page.fill("input[name=q]", "daily")
+    page.click("text=Search")
+    page.click("text=lake.daily_pages")
+    page.click("text=column level")
+    assert page.locator(".graph svg g.node").count() == 5  # 2 sources, 3 outputs
+    assert "SUM" in page.locator(".graph svg").text_content()
+    shot(page, "07-lineage-graph")
+
+    page.set_viewport_size({"width": 820, "height": 1180})  # a tablet, upright
+    page.goto(f"{live_server.url}/")
+    shot(page, "08-dashboard-tablet")
+    worker.stop()
+
+
+def test_a_viewer_finds_no_button_that_changes_anything(team, live_server, browser, pipeline):
+    job, outcome = pipeline
+    page = log_in(browser, live_server, team.viewer)
+    for name, path in [
+        ("10-viewer-dashboard", "/"),
+        ("11-viewer-job", f"/jobs/{job.pk}/"),
+        ("12-viewer-run", f"/runs/{outcome.instance_exec_id}/"),
+        ("13-viewer-queue", "/queue/"),
+        ("14-viewer-batch", f"/batches/{outcome.target_batch_id}/"),
+        ("15-viewer-templates", "/templates/"),
+        ("16-viewer-team", f"/teams/{team.group.pk}/"),
+        ("17-viewer-lineage", "/lineage/"),
+    ]:
+        page.goto(live_server.url + path)
+        shot(page, name)
+        posting = page.locator("form[method=post]")
+        # the only form that posts is the log-out button in the header
+        assert posting.count() == 1, path
+        assert posting.first.get_attribute("action") == "/accounts/logout/"
+        assert page.locator("a.button").count() == 0, path
+        texts = " ".join(page.locator("button").all_inner_texts())
+        for word in ("Run now", "Terminate", "Pause", "Resume", "Requeue", "Discard", "Delete"):
+            assert word not in texts, (path, word)
