@@ -37,6 +37,7 @@ from processes.jobs.shred import HASHES, hashes_of
 
 PAIR_SCHEMA = "event_id string, event_fingerprint string"
 HASH_SCHEMA = "event_hash long, pair_hash long"
+FILE_SCHEMA = f"{HASH_SCHEMA}, etl_date string, run_id long"
 CHUNK = 5_000
 
 
@@ -129,7 +130,10 @@ class ParquetManifest:
             # Two long columns are read and probed; the batch's id hashes are broadcast
             # (8 bytes an event).
             seen = (
-                self.spark.read.option("basePath", self.root)
+                # With the schema given, Spark opens no file footer to infer it (a job of
+                # its own on every run).
+                self.spark.read.schema(FILE_SCHEMA)
+                .option("basePath", self.root)
                 .parquet(*live)
                 .filter(F.col("run_id") != run_id)
                 .select(*HASHES)

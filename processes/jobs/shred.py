@@ -178,31 +178,42 @@ def _repeated(rows: DataFrame, keys: list[str]) -> DataFrame:
     return rows.groupBy(*keys).count().filter(F.col("count") > 1).select(*keys)
 
 
+def repeated_ids(good: DataFrame) -> DataFrame:
+    """The ``event_hash`` of every id more than one line of the batch has. Only the 8-byte
+    hashes are shuffled; the result is a few percent of a batch (the runner caches it)."""
+    return _repeated(good.select("event_hash"), ["event_hash"])
+
+
+def with_ids(good: DataFrame, ids: DataFrame) -> DataFrame:
+    """The lines whose ``event_hash`` is in the small frame ``ids`` (broadcast). Every line of
+    an id comes along, so a window over the event id sees the whole batch's lines of it. A
+    semi-join ignores repeats in ``ids``, so no ``distinct`` (and no shuffle) is needed."""
+    return good.join(F.broadcast(ids.select("event_hash")), "event_hash", "left_semi")
+
+
 def sharing_an_id(good: DataFrame) -> DataFrame:
     """The lines whose event id another line of the batch has: the only lines in-batch
-    deduplication has to look at (a few percent of a batch; the runner caches them). Only
-    the ids are shuffled to find them."""
-    repeated = _repeated(good.select("event_hash"), ["event_hash"])
-    return good.join(F.broadcast(repeated), "event_hash", "left_semi")
+    deduplication has to look at."""
+    return with_ids(good, repeated_ids(good))
+
+
+def _natural_loser() -> Column:
+    """Whether a line is a later copy of its (event_id, event_fingerprint): the copy kept
+    has the smallest ``etl_tstamp``, then the smallest hash of the line, then the source
+    file, whatever the input order (byte-identical lines of one file are interchangeable;
+    the line number only makes the order total). A null fingerprint is never a duplicate."""
+    order = Window.partitionBy(*KEYS).orderBy(
+        F.col("etl_tstamp").asc_nulls_last(), "_hash", "source_file", ROW
+    )
+    return F.col("event_fingerprint").isNotNull() & (F.row_number().over(order) > 1)
 
 
 def in_batch_natural_losers(candidates: DataFrame) -> DataFrame:
     """In-batch natural: the rows (``_row``) to drop so that one line of each (event_id,
-    event_fingerprint) is kept: the smallest ``etl_tstamp``, then the smallest hash of the
-    line, then the source file, whatever the input order (byte-identical lines of one file
-    are interchangeable). A null fingerprint is never a duplicate. ``candidates`` are the
-    good lines, or only those ``sharing_an_id``."""
-    with_fingerprint = candidates.filter(F.col("event_fingerprint").isNotNull())
-    repeated = _repeated(with_fingerprint.select(*KEYS), KEYS)
-    order = Window.partitionBy(*KEYS).orderBy(
-        F.col("etl_tstamp").asc_nulls_last(), "_hash", "source_file", ROW
-    )
-    return (
-        with_fingerprint.join(F.broadcast(repeated), KEYS, "left_semi")
-        .withColumn("_rank", F.row_number().over(order))
-        .filter(F.col("_rank") > 1)
-        .select(ROW)
-    )
+    event_fingerprint) is kept. ``candidates`` are the lines ``sharing_an_id`` (any good
+    lines give the same answer, but all of them would go through the window's shuffle)."""
+    losers = candidates.select(ROW, _natural_loser().alias("_loser"))
+    return losers.filter(F.col("_loser")).select(ROW)
 
 
 def without(rows: DataFrame, dropped: DataFrame) -> DataFrame:
@@ -211,11 +222,10 @@ def without(rows: DataFrame, dropped: DataFrame) -> DataFrame:
 
 
 def decide(
-    good: DataFrame,
-    candidates: DataFrame,
-    natural: DataFrame,
+    relevant: DataFrame,
     seen: DataFrame,
     *,
+    in_batch_natural: bool = True,
     cross_batch_natural: bool = True,
     cross_batch_synthetic: bool = True,
     in_batch_synthetic: bool = True,
@@ -224,53 +234,56 @@ def decide(
     (the strategy that drops it) and the flags ``_synthetic_in_batch`` and
     ``_synthetic_cross_batch`` (it keeps its data under a new id).
 
-    ``candidates`` are the lines ``sharing_an_id``, ``natural`` the in-batch natural losers,
-    ``seen`` the ``event_hash`` and ``pair_hash`` of the pairs other runs recorded.
-    Cross-batch natural drops a line whose pair ``seen`` holds (a NULL fingerprint never
-    matches); cross-batch synthetic flags a line whose id ``seen`` holds with another
+    ``relevant`` are the good lines ``with_ids`` among the ids the batch repeats and those
+    ``seen`` holds: every line of those ids, and no other line can be affected. ``seen`` has
+    the ``event_hash`` and ``pair_hash`` of the pairs other runs recorded.
+
+    In order: in-batch natural drops the later copies of a pair; of the lines left,
+    cross-batch natural drops a line whose pair ``seen`` holds (a NULL fingerprint never
+    matches) and cross-batch synthetic flags a line whose id ``seen`` holds with another
     fingerprint (or with any, when cross-batch natural is off); in-batch synthetic flags
-    every line left whose event id another line left shares. One pass over ``good`` (a join
-    with the small ``seen``); the rest works on small frames. The result has a row per
-    affected line."""
+    every line still kept whose event id another kept line shares.
+
+    All of it is windows over the event id on the small ``relevant`` frame, in one plan:
+    each step used to be a frame of its own, broadcast into the next, and the jobs, plans
+    and generated classes of those steps cost more than the work."""
     seen_ids = seen.groupBy("event_hash").agg(F.collect_set("pair_hash").alias("_seen_pairs"))
-    hits = without(
-        good.select(ROW, *HASHES).join(F.broadcast(seen_ids), "event_hash"), natural
-    ).cache()
+    lines = relevant.select(ROW, *KEYS, *HASHES, "etl_tstamp", "_hash", "source_file").join(
+        F.broadcast(seen_ids), "event_hash", "left"
+    )
+    natural = F.col("_natural")
+    hit = F.col("_seen_pairs").isNotNull() & ~natural
     pair_seen = F.coalesce(F.array_contains("_seen_pairs", F.col("pair_hash")), F.lit(False))
-    crossed = hits.filter(pair_seen) if cross_batch_natural else hits.limit(0)
+    crossed = hit & pair_seen if cross_batch_natural else F.lit(False)
     if not cross_batch_synthetic:
-        seen_elsewhere = hits.limit(0)
+        elsewhere = F.lit(False)
     elif cross_batch_natural:
-        seen_elsewhere = hits.filter(~pair_seen)
+        elsewhere = hit & ~pair_seen
     else:
-        seen_elsewhere = hits
-    left = without(without(candidates.select(ROW, "event_id"), natural), crossed)
+        elsewhere = hit
+    flagged = lines.select(
+        ROW,
+        "event_id",
+        (_natural_loser() if in_batch_natural else F.lit(False)).alias("_natural"),
+        "_seen_pairs",
+        "pair_hash",
+    ).select(
+        ROW,
+        "event_id",
+        F.when(natural, F.lit("in_batch_natural"))
+        .when(crossed, F.lit("cross_batch_natural"))
+        .alias("_drop"),
+        elsewhere.alias("_synthetic_cross_batch"),
+    )
+    kept = F.col("_drop").isNull()
     shared = (
-        left.join(F.broadcast(_repeated(left.select("event_id"), ["event_id"])), "event_id")
+        kept & (F.sum(kept.cast("int")).over(Window.partitionBy("event_id")) > 1)
         if in_batch_synthetic
-        else left.limit(0)
+        else F.lit(False)
     )
-
-    def marked(rows: DataFrame, drop: str | None, in_batch: bool, cross: bool) -> DataFrame:
-        return rows.select(
-            ROW,
-            F.lit(drop).cast("string").alias("_drop"),
-            F.lit(in_batch).alias("_synthetic_in_batch"),
-            F.lit(cross).alias("_synthetic_cross_batch"),
-        )
-
-    return (
-        marked(natural, "in_batch_natural", False, False)
-        .unionByName(marked(crossed, "cross_batch_natural", False, False))
-        .unionByName(marked(shared, None, True, False))
-        .unionByName(marked(seen_elsewhere, None, False, True))
-        .groupBy(ROW)
-        .agg(
-            F.max("_drop").alias("_drop"),
-            F.bool_or("_synthetic_in_batch").alias("_synthetic_in_batch"),
-            F.bool_or("_synthetic_cross_batch").alias("_synthetic_cross_batch"),
-        )
-    )
+    return flagged.select(
+        ROW, "_drop", shared.alias("_synthetic_in_batch"), "_synthetic_cross_batch"
+    ).filter(~kept | F.col("_synthetic_in_batch") | F.col("_synthetic_cross_batch"))
 
 
 def apply_decisions(raw: DataFrame, decisions: DataFrame, run_id: int) -> DataFrame:

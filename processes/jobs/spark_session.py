@@ -38,6 +38,11 @@ def get_spark():
                 .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
                 .config("spark.sql.session.timeZone", "UTC")
                 .config("spark.driver.memory", settings.SPARK_DRIVER_MEMORY)
+                # Spark keeps 100 compiled plans by default; one spark.shred makes about
+                # 100 (a window, joins and aggregates each compile several classes), so
+                # with anything else in the session every run recompiled them all and the
+                # JVM compiled the new classes to machine code again.
+                .config("spark.sql.codegen.cache.maxEntries", "1000")
             )
             _session = builder.getOrCreate()
             _session.sparkContext.setLogLevel("WARN")

@@ -48,50 +48,53 @@ def shred_and_dedupe(
 
     The lines are cached once with their three key fields; every decision is taken on those
     narrow columns (a few shuffles of ids and fingerprints, never of the 131 fields), and the
-    events are split out in the single pass that writes them."""
+    events are split out in the single pass that writes them.
+
+    Every query planned here costs more than its data work (a 1 million line batch has a few
+    tens of thousands of interesting lines): its plans are analysed, optimised and compiled
+    to Java, and each stage is a Spark job. So the frames are left lazy, and only three
+    actions run before the write: the manifest's check (the first, which also reads and keys
+    the lines), its record, and one query that takes every decision and every count."""
     spark = raw.sparkSession
     clock = Clock()
     keyed = shred.keyed_lines(raw).cache()
-    totals = keyed.agg(
-        F.count(F.lit(1)).alias("lines"), F.count_if(~F.col("_good")).alias("bad")
-    ).first()
-    clock.lap("read, split and key the lines")
     good = shred.good_lines(keyed)
-    no_rows = spark.createDataFrame([], f"{shred.ROW} long")
     in_batch = enabled["in_batch_natural"] or enabled["in_batch_synthetic"]
-    candidates = shred.sharing_an_id(good).cache() if in_batch else good.limit(0)
-    natural = (
-        shred.in_batch_natural_losers(candidates).cache()
-        if enabled["in_batch_natural"]
-        else no_rows
-    )
-    natural.count()
-    clock.lap("in-batch: lines sharing an id, natural losers")
-    seen = spark.createDataFrame([], "event_hash long, pair_hash long")
-    if manifest is not None and (
+    cross_batch = manifest is not None and (
         enabled["cross_batch_natural"] or enabled["cross_batch_synthetic"]
-    ):
-        pairs = shred.without(good.select(shred.ROW, *shred.KEYS, *shred.HASHES), natural)
+    )
+    no_ids = spark.createDataFrame([], "event_hash long")
+    # Cached but not counted: the manifest's check or the decisions fill it as they go.
+    repeated = shred.repeated_ids(good).cache() if in_batch else no_ids
+    seen = spark.createDataFrame([], "event_hash long, pair_hash long")
+    if cross_batch:
+        pairs = good.select(shred.ROW, *shred.KEYS, *shred.HASHES)
+        if enabled["in_batch_natural"]:
+            natural = shred.in_batch_natural_losers(shred.with_ids(good, repeated))
+            pairs = shred.without(pairs, natural.cache())
         seen = manifest.check_and_record(pairs, run_id, timezone.now())
-    clock.lap("manifest: check and record")
+        clock.lap("read and key the lines, in-batch natural losers, manifest: check and record")
+    relevant = shred.with_ids(good, repeated.unionByName(seen.select("event_hash")))
     decisions = shred.decide(
-        good,
-        candidates,
-        natural,
+        relevant,
         seen,
-        cross_batch_natural=enabled["cross_batch_natural"],
-        cross_batch_synthetic=enabled["cross_batch_synthetic"],
+        in_batch_natural=enabled["in_batch_natural"],
+        cross_batch_natural=cross_batch and enabled["cross_batch_natural"],
+        cross_batch_synthetic=cross_batch and enabled["cross_batch_synthetic"],
         in_batch_synthetic=enabled["in_batch_synthetic"],
     ).cache()
+    # One query for both: the totals of the lines and the tally of the decisions.
+    totals = keyed.agg(F.count(F.lit(1)).alias("lines"), F.count_if(~F.col("_good")).alias("bad"))
     tally = decisions.agg(
         *[F.count_if(F.col("_drop") == s).alias(s) for s in STRATEGIES[:2]],
         F.count_if(F.col("_drop").isNull() & F.col("_synthetic_in_batch")).alias(STRATEGIES[2]),
         F.count_if(F.col("_drop").isNull() & F.col("_synthetic_cross_batch")).alias(STRATEGIES[3]),
-    ).first()
-    clock.lap("cross-batch and synthetic decisions")
-    counters: Counters = {f"dup_{s}": int(tally[s] or 0) for s in STRATEGIES}
-    counters["bad_rows"] = int(totals["bad"])
-    counters["rows_in"] = int(totals["lines"])
+    )
+    counts = totals.crossJoin(tally).first()
+    clock.lap("decisions and counts" if cross_batch else "read and key the lines, decisions")
+    counters: Counters = {f"dup_{s}": int(counts[s] or 0) for s in STRATEGIES}
+    counters["bad_rows"] = int(counts["bad"])
+    counters["rows_in"] = int(counts["lines"])
     counters["rows_out"] = (
         counters["rows_in"]
         - counters["bad_rows"]
