@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from batches.models import Batch, HiveTable
-from bdre.access import Role, scope
+from bdre.access import scope
 from bdre.api import ScopedViewSet, require_role
 from bdre.ids import ID_REGEX
 from lineage import graph as graphs
@@ -76,7 +76,7 @@ class LineageQueryViewSet(ScopedViewSet):
         data = RegisterQueryInput(data=request.data, context={"request": request})
         data.is_valid(raise_exception=True)
         args = data.validated_data
-        require_role(request.user, self.owner_team(args), Role.DEVELOPER)
+        require_role(request.user, self.owner_team(args), self.write_role)
         team_tables = scope(request.user, HiveTable.objects.all())
         team_nodes = scope(request.user, LineageNode.objects.all())
         query = register_query(

@@ -167,6 +167,19 @@ def _node(qualified_name: str, kind: NodeKind, container: LineageNode | None, or
     return node
 
 
+def dot_label(functions: tuple[str, ...] | list[str]) -> str:
+    """A column relation's DOT attributes: the functions on the way, ``[label="SUM, CAST"]``."""
+    return f'[label="{", ".join(functions)}"]' if functions else ""
+
+
+def edge_functions(relation_dot: str) -> list[str]:
+    """The functions of a relation, read back from what :func:`dot_label` wrote."""
+    if 'label="' not in relation_dot:
+        return []
+    label = relation_dot.split('label="', 1)[1].rsplit('"', 1)[0]
+    return [f for f in label.split(", ") if f]
+
+
 @transaction.atomic
 def record(query: LineageQuery, extracted: Extracted) -> list[LineageRelation]:
     """Store the nodes (reused when they exist) and the query's relations: table to table,
@@ -189,7 +202,7 @@ def record(query: LineageQuery, extracted: Extracted) -> list[LineageRelation]:
     for edge in extracted.edges:
         table_name = edge.source.rsplit(".", 1)[0]
         source = _node(edge.source, NodeKind.COLUMN, tables[table_name])
-        label = f'[label="{", ".join(edge.functions)}"]' if edge.functions else ""
+        label = dot_label(edge.functions)
         relations.append(
             LineageRelation.objects.update_or_create(
                 src_node=source,

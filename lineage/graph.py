@@ -13,6 +13,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from batches.models import Batch
+from lineage.extract import edge_functions
 from lineage.layout import layout
 from lineage.models import LineageNode, LineageRelation
 from lineage.provenance import BOTH, trace
@@ -74,6 +75,7 @@ class Graph:
     nodes: dict[str, GraphNode] = field(default_factory=dict)
     edges: list[GraphEdge] = field(default_factory=list)
     truncated: bool = False
+    _between: dict[tuple[str, str], GraphEdge] = field(default_factory=dict, repr=False)
 
     def add(self, node: GraphNode) -> GraphNode:
         if node.id not in self.nodes:
@@ -86,12 +88,12 @@ class Graph:
     def link(self, source: str, target: str, label: str = "") -> None:
         if source not in self.nodes or target not in self.nodes:
             return
-        for edge in self.edges:
-            if edge.source == source and edge.target == target:
-                if label and label not in edge.label.split(", "):
-                    edge.label = ", ".join(filter(None, [edge.label, label]))
-                return
-        self.edges.append(GraphEdge(source, target, label))
+        edge = self._between.get((source, target))
+        if edge is None:
+            edge = self._between[(source, target)] = GraphEdge(source, target, label)
+            self.edges.append(edge)
+        elif label and label not in edge.label.split(", "):
+            edge.label = ", ".join(filter(None, [edge.label, label]))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -106,13 +108,6 @@ class Graph:
 # --- lineage ---------------------------------------------------------------------------------
 
 
-def edge_label(relation_dot: str) -> str:
-    """The functions an edge went through, from its DOT attributes ``[label="SUM, CAST"]``."""
-    if 'label="' not in relation_dot:
-        return ""
-    return relation_dot.split('label="', 1)[1].rsplit('"', 1)[0]
-
-
 def _lineage_node(node: LineageNode, focus: bool = False) -> GraphNode:
     if node.container_node_id:
         table = node.qualified_name.rsplit(".", 1)[0]
@@ -124,10 +119,11 @@ def _lineage_node(node: LineageNode, focus: bool = False) -> GraphNode:
 
 def _walk_relations(
     start: list[int], relations: QuerySet[LineageRelation], *, upstream: bool, depth: int
-) -> list[tuple[int, int, str, int]]:
-    """(source, target, label, distance) of the relations reached from ``start`` in one
-    direction, one query per level."""
-    found: dict[tuple[int, int], tuple[str, int]] = {}
+) -> list[tuple[int, int, list[str], int]]:
+    """(source, target, functions, distance) of the relations reached from ``start`` in one
+    direction, one query per level; the functions of every query's edge between the same
+    two nodes together."""
+    found: dict[tuple[int, int], tuple[list[str], int]] = {}
     seen, frontier = set(start), list(start)
     for level in range(1, depth + 1):
         if not frontier:
@@ -138,18 +134,14 @@ def _walk_relations(
         )
         nxt = []
         for src, dst, dot in rows:
-            label = edge_label(dot)
-            old = found.get((src, dst))
-            if old is None:
-                found[(src, dst)] = (label, level)
-            elif label and label not in old[0].split(", "):
-                found[(src, dst)] = (", ".join(filter(None, [old[0], label])), old[1])
+            functions, _ = found.setdefault((src, dst), ([], level))
+            functions += [f for f in edge_functions(dot) if f not in functions]
             reached = src if upstream else dst
             if reached not in seen:
                 seen.add(reached)
                 nxt.append(reached)
         frontier = nxt
-    return [(s, t, label, d) for (s, t), (label, d) in found.items()]
+    return [(s, t, functions, d) for (s, t), (functions, d) in found.items()]
 
 
 @dataclass
@@ -172,11 +164,10 @@ def impact(
     first, with the functions on the edges that reach it."""
     rows = _walk_relations([node.pk], relations, upstream=upstream, depth=depth)
     best: dict[int, tuple[int, set[str]]] = {}
-    for src, dst, label, distance in rows:
+    for src, dst, functions, distance in rows:
         reached = src if upstream else dst
         old = best.get(reached, (distance, set()))
-        functions = old[1] | {f for f in label.split(", ") if f}
-        best[reached] = (min(old[0], distance), functions)
+        best[reached] = (min(old[0], distance), old[1] | set(functions))
     nodes = LineageNode.objects.in_bulk(list(best))
     found = [
         Impact(
@@ -202,8 +193,8 @@ def _lineage_graph(
     nodes = LineageNode.objects.in_bulk(list(wanted))
     for pk in [*ids, *sorted(wanted - set(ids))]:
         graph.add(_lineage_node(nodes[pk], focus=pk in focus))
-    for src, dst, label, _ in sorted(rows, key=lambda r: (r[3], r[0], r[1])):
-        graph.link(f"n{src}", f"n{dst}", label)
+    for src, dst, functions, _ in sorted(rows, key=lambda r: (r[3], r[0], r[1])):
+        graph.link(f"n{src}", f"n{dst}", ", ".join(functions))
     return graph
 
 

@@ -15,6 +15,7 @@ the end of a run (written by different processes) agree without storing anything
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import logging
 import urllib.parse
@@ -27,10 +28,9 @@ from django.conf import settings
 from django.db import transaction
 
 from batches.models import ArchiveConsumpQueue, BatchConsumpQueue, File, HiveTable, ScanState
-from lineage.extract import struct_columns
-from lineage.graph import edge_label
+from lineage.extract import edge_functions, struct_columns
 from lineage.models import LineageNode, LineageRelation
-from processes.models import ExecState, InstanceExec, Process, Property
+from processes.models import ExecState, InstanceExec, Process
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ def run_event(run_id: int, event_type: str, error: str = "") -> dict[str, Any]:
     inputs: list[dict] = []
     outputs: list[dict] = []
     if run.parent_id:
-        query = _property(process, "sql", "query") if kind == "spark.sql" else None
+        query = process.property_value("sql", "query") if kind == "spark.sql" else None
         if query:
             job_facets["sql"] = _facet("sql", query=query, dialect="spark")
         inputs, outputs = _datasets(run, kind, with_statistics=event_type == "COMPLETE")
@@ -177,6 +177,7 @@ def run_event(run_id: int, event_type: str, error: str = "") -> dict[str, Any]:
     }
 
 
+@functools.cache
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -184,14 +185,6 @@ def _version() -> str:
         return version("bdre")
     except PackageNotFoundError:
         return "0"
-
-
-def _property(process: Process, group: str, key: str) -> str | None:
-    return (
-        Property.objects.filter(process=process, config_group=group, key=key)
-        .values_list("value", flat=True)
-        .first()
-    )
 
 
 # --- datasets ---------------------------------------------------------------------------------
@@ -249,7 +242,7 @@ def _column_lineage(run: InstanceExec, target: str) -> dict[str, Any] | None:
     ).select_related("src_node__container_node", "target_node")
     fields: dict[str, dict] = {}
     for relation in relations.order_by("target_node__node_order", "id"):
-        functions = [f for f in edge_label(relation.dot_string).split(", ") if f]
+        functions = edge_functions(relation.dot_string)
         if not functions:
             subtype = "IDENTITY"
         elif set(functions) & AGGREGATES:
@@ -290,19 +283,19 @@ def _datasets(run: InstanceExec, kind: str, *, with_statistics: bool) -> tuple[l
         inputs = [_location_dataset(folder) for folder in _claimed_folders(run)]
     elif kind in ("spark.cleanse", "spark.export"):
         group = "cleanse" if kind == "spark.cleanse" else "export"
-        source = _property(step, group, "source_table")
+        source = step.property_value(group, "source_table")
         inputs = [_table_dataset(source)] if source else []
         if kind == "spark.export":
-            location = _property(step, "export", "location")
-            jdbc = _property(step, "export", "jdbc_url")
+            location = step.property_value("export", "location")
+            jdbc = step.property_value("export", "jdbc_url")
             if location:
                 outputs.append(_location_dataset(location))
             elif jdbc:
-                table = _property(step, "export", "jdbc_table") or ""
+                table = step.property_value("export", "jdbc_table") or ""
                 outputs.append({"namespace": jdbc.split("?")[0], "name": table})
     elif kind == "spark.sql":
         inputs = [_table_dataset(name) for name in _sql_sources(run)]
-        output = _property(step, "sql", "output_table") or f"default.{step.name}"
+        output = step.property_value("sql", "output_table") or f"default.{step.name}"
         if not run.outputs:  # the START event: the output is known before it is written
             outputs = [_table_dataset(output)]
         for dataset in outputs:
@@ -311,7 +304,7 @@ def _datasets(run: InstanceExec, kind: str, *, with_statistics: bool) -> tuple[l
                 dataset["facets"]["columnLineage"] = lineage
     elif kind == "ingest.scan":
         state = ScanState.objects.filter(process=step).values_list("location", flat=True).first()
-        location = state or _property(step, "scan", "location")
+        location = state or step.property_value("scan", "location")
         inputs = [_location_dataset(location)] if location else []
     rows = run.counters.get("rows_out") if isinstance(run.counters, dict) else None
     if with_statistics and isinstance(rows, int) and outputs:

@@ -7,7 +7,7 @@ import re
 from rest_framework import serializers
 
 from bdre.api import ScopedRelatedField
-from lineage.graph import edge_label
+from lineage.extract import edge_functions
 from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind, QueryKind
 from processes.models import Process
 
@@ -109,8 +109,7 @@ class LineageRelationSerializer(serializers.ModelSerializer):
         fields = ("id", "src_node", "source", "target_node", "target", "query", "functions")
 
     def get_functions(self, relation: LineageRelation) -> list[str]:
-        label = edge_label(relation.dot_string)
-        return [f for f in label.split(", ") if f]
+        return edge_functions(relation.dot_string)
 
 
 class ImpactSerializer(serializers.Serializer):

@@ -88,7 +88,7 @@ def job_rows(jobs: QuerySet[Process], now: datetime | None = None) -> list[JobRo
             JobRow(
                 job=job,
                 last_run=last.get(job.pk),
-                next_run=datetime.fromisoformat(schedule.next_run) if schedule.next_run else None,
+                next_run=schedule.next_run_at,
                 schedule=_describe(schedule),
                 queue_depth=queue.get("depth", 0),
                 oldest_waiting=queue.get("oldest"),

@@ -140,25 +140,16 @@ class StepForm(forms.Form):
         )
 
 
-BaseStepFormSet = formset_factory(StepForm, extra=1, min_num=1, validate_min=True)
-
-
-class StepFormSet(BaseStepFormSet):
-    def __init__(self, *args, user, **kwargs):
-        self.user = user
-        super().__init__(*args, **kwargs)
-
-    def get_form_kwargs(self, index):
-        return {**super().get_form_kwargs(index), "user": self.user}
-
-    @property
-    def empty_form(self):
-        form = self.form(auto_id=self.auto_id, prefix=self.add_prefix("__prefix__"), user=self.user)
-        self.add_fields(form, None)
-        return form
+class BaseStepFormSet(forms.BaseFormSet):
+    """Steps of a job; build with ``form_kwargs={"user": ...}``."""
 
     def filled(self) -> list[StepForm]:
         return [f for f in self.forms if f.has_changed() and f.is_valid()]
+
+
+StepFormSet = formset_factory(
+    StepForm, formset=BaseStepFormSet, extra=1, min_num=1, validate_min=True
+)
 
 
 STEP_FIELDS = {

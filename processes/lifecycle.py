@@ -169,8 +169,9 @@ def _fail_job_rows(job: Process, run: InstanceExec, error: str, now: datetime) -
     step had finished included), and any row claimed that many times."""
     running_steps = InstanceExec.objects.filter(parent=run, exec_state_id=ExecState.RUNNING)
     step_error = f"job run failed: {error}"
-    for step_run in running_steps.values_list("pk", flat=True):
-        openlineage.announce_end(step_run, ExecState.FAILED, step_error)
+    if openlineage.enabled():  # the ids cost a query, only worth it when events are sent
+        for step_run in running_steps.values_list("pk", flat=True):
+            openlineage.announce_end(step_run, ExecState.FAILED, step_error)
     running_steps.update(exec_state_id=ExecState.FAILED, end_ts=now, error=step_error)
     rows = _run_rows(run)
     rows.filter(batch_state_id=BatchState.ACCESSED).update(

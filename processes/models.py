@@ -209,6 +209,14 @@ class Process(models.Model):
     def is_job(self) -> bool:
         return self.parent_id is None
 
+    def property_value(self, group: str, key: str) -> str | None:
+        """The value of one of its properties, or None."""
+        return (
+            self.properties.filter(config_group=group, key=key)
+            .values_list("value", flat=True)
+            .first()
+        )
+
 
 class Property(models.Model):
     process = models.ForeignKey(Process, on_delete=models.CASCADE, related_name="properties")

@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from bdre.errors import BdreError, Code
 from processes import jobs, lifecycle
-from processes.models import ExecState, InstanceExec, Process, Property
+from processes.models import ExecState, InstanceExec, Process
 from processes.workflow import predecessors, steps_in_order
 
 log = logging.getLogger(__name__)
@@ -38,11 +38,7 @@ DEFAULT_MAX_BATCH = 100
 
 def run_setting(job: Process, key: str) -> str | None:
     """A job's ``run.<key>`` property."""
-    return (
-        Property.objects.filter(process=job, config_group="run", key=key)
-        .values_list("value", flat=True)
-        .first()
-    )
+    return job.property_value("run", key)
 
 
 def max_batch_of(job: Process) -> int:

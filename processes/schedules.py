@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import zoneinfo
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -44,6 +44,10 @@ class Schedule:
     @property
     def is_timed(self) -> bool:
         return bool(self.cron) or bool(self.every_seconds)
+
+    @property
+    def next_run_at(self) -> datetime | None:
+        return datetime.fromisoformat(self.next_run) if self.next_run else None
 
 
 def _crontab(cron: str, tz: str) -> CrontabSchedule:

@@ -6,7 +6,6 @@ it runs). Each view parses, calls one service and renders; every list goes throu
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -111,7 +110,6 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "runs": runs,
             "queue": queue,
             "schedule": schedule,
-            "next_run": datetime.fromisoformat(schedule.next_run) if schedule.next_run else None,
             "can_run": can(request.user, job, Role.DEVELOPER),
             "schedule_form": forms.ScheduleFields(
                 initial={
@@ -197,12 +195,12 @@ def run_live(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _step_formset(request: HttpRequest) -> forms.StepFormSet:
     if request.method != "POST":
-        return forms.StepFormSet(user=request.user, prefix="step")
+        return forms.StepFormSet(prefix="step", form_kwargs={"user": request.user})
     data = request.POST.copy()
     if "add_step" in data:
         # no script: one more empty row, the rest of the input kept as typed
         data["step-TOTAL_FORMS"] = str(int(data.get("step-TOTAL_FORMS", "1")) + 1)
-    return forms.StepFormSet(data, user=request.user, prefix="step")
+    return forms.StepFormSet(data, prefix="step", form_kwargs={"user": request.user})
 
 
 @login_required
