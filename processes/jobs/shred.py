@@ -64,59 +64,42 @@ def _well_formed(parts: Column) -> Column:
     return (F.size(parts) == len(FIELDS)) & _field(parts, _EVENT_ID).isNotNull()
 
 
-def _tab_count(value: Column) -> Column:
-    """The tabs of a line: its length in bytes less that of the line without them (a tab is
-    one byte in UTF-8, and ``octet_length`` takes no pass over the line)."""
-    return F.octet_length(value) - F.octet_length(F.replace(value, F.lit("\t"), F.lit("")))
-
-
-def _field_of_line(value: Column, index: int) -> Column:
-    """Field ``index`` of a line of exactly 131 fields, NULL when empty, without splitting
-    the line: ``substring_index`` scans for the tabs up to the field (from the start or, for
-    the last fields, from the end) and copies only what it keeps."""
-    if index < len(FIELDS) // 2:
-        field = F.substring_index(F.substring_index(value, "\t", index + 1), "\t", -1)
-    else:
-        field = F.substring_index(F.substring_index(value, "\t", index - len(FIELDS)), "\t", 1)
-    return F.when(field == "", None).otherwise(field)
-
-
 def keyed_lines(raw: DataFrame) -> DataFrame:
     """Each line's number, whether it is well formed (``_good``), its field count, the three
     fields deduplication needs, and the line itself only when it is a bad row. The runner
-    caches this narrow frame (a few bytes a line): every decision is taken on it, and the
-    good lines are read again, once, to be split into their 131 fields and written.
+    caches this narrow frame (a few tens of bytes a line): every decision is taken on it,
+    and the good lines are read again, once, to be split into their 131 fields and written.
 
-    The line is not split here: splitting makes 131 strings a line where three are needed,
-    and it costs most of this pass. The tabs are counted instead, and the three fields cut
-    out of the line (only on lines of 131 fields, the only ones deduplication looks at)."""
-    value = F.col("value")
-    counted = raw.select(
-        value,
-        F.col("source_file"),
-        F.monotonically_increasing_id().alias(ROW),
-        (_tab_count(value) + 1).alias("_n"),
-    )
-    whole = F.col("_n") == len(FIELDS)
-    keyed = counted.select(
-        "*",
+    The line is split here too, but only three fields are taken from the split: splitting
+    on one byte makes views into the line (no copies), where counting the tabs by removing
+    them or cutting fields with ``substring_index`` copied most of each line (measured on 1
+    million lines: 2.9 s against 4.3 s for this pass)."""
+    parts = F.col("_parts")
+    whole = F.size(parts) == len(FIELDS)
+    # The split is a column of its own: written inline, it would be made again by every
+    # field taken from it (no common subexpression is shared into a CASE branch).
+    counted = _numbered(raw).select(
+        "value",
+        "source_file",
+        ROW,
+        F.size(parts).alias("_n"),
         *[
-            F.when(whole, _field_of_line(value, index)).alias(name)
+            F.when(whole, _field(parts, index)).alias(name)
             for name, index in (
                 ("event_id", _EVENT_ID),
                 ("event_fingerprint", _FINGERPRINT),
                 ("etl_tstamp", _ETL),
             )
         ],
-        F.xxhash64(value).alias("_hash"),
+        F.xxhash64("value").alias("_hash"),
     )
-    good = whole & F.col("event_id").isNotNull()
-    return keyed.select(
-        F.when(~good, value).alias("value"),
+    good = (F.col("_n") == len(FIELDS)) & F.col("event_id").isNotNull()
+    return counted.select(
+        F.when(~good, F.col("value")).alias("value"),
         F.col("source_file"),
         F.col(ROW),
         good.alias("_good"),
-        *[c for c in keyed.columns if c not in ("value", "source_file", ROW)],
+        *[c for c in counted.columns if c not in ("value", "source_file", ROW)],
         *hashes_of(F.col("event_id"), F.col("event_fingerprint")),
     )
 

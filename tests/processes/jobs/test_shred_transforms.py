@@ -58,6 +58,43 @@ def test_lines_split_exactly_on_tabs_and_bad_lines_keep_their_reason(spark):
     )
 
 
+def test_keying_splits_each_line_once(spark):
+    """Each field taken from an inline split made the split again: 14 s instead of 3 s on 1
+    million lines. The plan must hold one split."""
+    keyed = shred.keyed_lines(raw(spark, [event("e1", "f1")]))
+    plan = keyed._jdf.queryExecution().executedPlan().toString()
+    assert plan.count("split(") == 1
+
+
+def test_keyed_lines_take_the_keys_of_whole_lines_only(spark):
+    good = event("e1", "f1", "2026-11-20 09:00:01.000")
+    short = "\t".join(good.split("\t")[:40])
+    rows = shred.keyed_lines(raw(spark, [good, short])).orderBy(shred.ROW).collect()
+    assert [(r["_good"], r["_n"], r["event_id"], r["event_fingerprint"]) for r in rows] == [
+        (True, 131, "e1", "f1"),
+        (False, 40, None, None),
+    ]
+    assert rows[0]["etl_tstamp"] == "2026-11-20 09:00:01.000"
+    assert (rows[0]["value"], rows[1]["value"]) == (None, short)  # only bad lines keep it
+
+
+def test_a_run_caches_uncompressed_and_puts_the_setting_back(spark):
+    key = "spark.sql.inMemoryColumnarStorage.compressed"
+    seen = []
+
+    class Watching(FixedManifest):
+        def check_and_record(self, pairs, run_id, now):
+            seen.append(spark.conf.get(key))
+            return super().check_and_record(pairs, run_id, now)
+
+    before = spark.conf.get(key)
+    enabled = dict.fromkeys(STRATEGIES, True)
+    manifest = Watching(spark, [])
+    shred_and_dedupe(raw(spark, [event("e1", "f1")]), run_id=1, manifest=manifest, enabled=enabled)
+    assert seen == ["false"]
+    assert spark.conf.get(key) == before
+
+
 class FixedManifest:
     """A manifest whose other runs saw exactly ``pairs``; records nothing."""
 
