@@ -1,5 +1,5 @@
-"""Pages of the queue and its archive (filters; requeue and discard after a confirmation)
-and of a batch (its files, its provenance graph)."""
+"""Pages of the queue and its archive (filters; requeue and discard after a confirmation),
+of the batches (filters) and of a batch (its files, its provenance graph)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,22 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.db.models import Count, OuterRef, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
 
 from batches import queue
-from batches.filters import ArchiveFilter, QueueFilter
-from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchStatus, File
+from batches.filters import ArchiveFilter, BatchFilter, QueueFilter
+from batches.models import (
+    CLAIMABLE_STATES,
+    ArchiveConsumpQueue,
+    Batch,
+    BatchConsumpQueue,
+    BatchStatus,
+    File,
+)
 from bdre.access import Role, can, scope
 from bdre.errors import BdreError
 from lineage import graph as graphs
@@ -94,6 +103,52 @@ def queue_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
         request,
         "batches/confirm.html",
         {"row": row, "action": action, "explanation": ACTIONS[action]},
+    )
+
+
+def _with_contents(batches: QuerySet[Batch]) -> QuerySet[Batch]:
+    """Each batch's run and job, its files (count and bytes) and the steps still waiting
+    to claim it; subqueries, since two joined counts would multiply each other."""
+    files = File.objects.filter(batch=OuterRef("pk")).values("batch")
+    waiting = (
+        BatchConsumpQueue.objects.filter(
+            source_batch=OuterRef("pk"), batch_state_id__in=CLAIMABLE_STATES
+        )
+        .values("source_batch")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return (
+        batches.select_related("source_instance_exec__process")
+        .annotate(
+            file_count=Coalesce(Subquery(files.annotate(n=Count("id")).values("n")), 0),
+            file_bytes=Subquery(files.annotate(n=Sum("file_size")).values("n")),
+            waiting=Coalesce(Subquery(waiting), 0),
+        )
+        .order_by("-id")
+    )
+
+
+@login_required
+def batch_list(request: HttpRequest) -> HttpResponse:
+    batches = _with_contents(scope(request.user, Batch.objects.all()))
+    found = BatchFilter(request.GET, queryset=batches)
+    page = Paginator(found.qs if found.is_valid() else batches.none(), 50).get_page(
+        request.GET.get("page")
+    )
+    jobs = scope(request.user, Process.objects.filter(parent__isnull=True, deleted=False))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "batches/list.html",
+        {
+            "page": page,
+            "errors": found.errors,
+            "jobs": jobs.order_by("name"),
+            "params": request.GET,
+            "query": query.urlencode(),
+        },
     )
 
 

@@ -34,6 +34,7 @@ urlpatterns = [
         batch_views.queue_action,
         name="ui-queue-action",
     ),
+    path("batches/", batch_views.batch_list, name="ui-batches"),
     re_path(rf"^batches/{ID}/$", batch_views.batch_detail, name="ui-batch"),
     path("lineage/", lineage_views.search, name="ui-lineage"),
     re_path(rf"^lineage/nodes/{ID}/$", lineage_views.node, name="ui-lineage-node"),

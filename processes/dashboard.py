@@ -80,9 +80,10 @@ def job_rows(jobs: QuerySet[Process], now: datetime | None = None) -> list[JobRo
         .annotate(n=Count("id"))
         .values_list("process_id", "n")
     )
+    schedule_of = schedules.schedules_of(ids)
     rows = []
     for job in jobs:
-        schedule = schedules.schedule_of(job.pk)
+        schedule = schedule_of[job.pk]
         queue = queues.get(job.pk, {})
         rows.append(
             JobRow(
@@ -117,13 +118,19 @@ def hourly(
             bucket.succeeded += 1
         else:
             bucket.failed += 1
-    for bucket in buckets:
-        at = bucket.start + timedelta(hours=1)
-        waiting = Q(insert_ts__lt=at) & (Q(end_ts__isnull=True) | Q(end_ts__gte=at))
-        for model in (BatchConsumpQueue, ArchiveConsumpQueue):
-            bucket.queued += (
-                model.objects.filter(waiting, process__parent_id__in=ids)
-                .exclude(batch_state_id=BatchState.DISCARDED)
-                .count()
-            )
+    # One query a table: a count for each hour's end, each with its own filter.
+    ends = {f"h{h}": b.start + timedelta(hours=1) for h, b in enumerate(buckets)}
+    waiting = {
+        key: Count("id", filter=Q(insert_ts__lt=at) & (Q(end_ts__isnull=True) | Q(end_ts__gte=at)))
+        for key, at in ends.items()
+    }
+    for model in (BatchConsumpQueue, ArchiveConsumpQueue):
+        counts = (
+            model.objects.filter(process__parent_id__in=ids, insert_ts__lt=now)
+            .exclude(batch_state_id=BatchState.DISCARDED)
+            .exclude(end_ts__lt=start)
+            .aggregate(**waiting)
+        )
+        for key, bucket in zip(ends, buckets, strict=True):
+            bucket.queued += counts[key]
     return buckets

@@ -170,18 +170,36 @@ def remove(job_id: int) -> None:
 
 
 def runs_on_upstream(job_id: int) -> bool:
-    return Property.objects.filter(
-        process_id=job_id, config_group="schedule", key="on_upstream", value="true"
-    ).exists()
+    return job_id in _on_upstream([job_id])
+
+
+def _on_upstream(job_ids: list[int]) -> set[int]:
+    return set(
+        Property.objects.filter(
+            process_id__in=job_ids, config_group="schedule", key="on_upstream", value="true"
+        ).values_list("process_id", flat=True)
+    )
 
 
 def schedule_of(job_id: int) -> Schedule:
-    on_upstream = runs_on_upstream(job_id)
-    task = (
-        PeriodicTask.objects.select_related("crontab", "interval")
-        .filter(name=task_name(job_id))
-        .first()
-    )
+    return schedules_of([job_id])[job_id]
+
+
+def schedules_of(job_ids: list[int]) -> dict[int, Schedule]:
+    """The schedules of many jobs in two queries (the dashboard lists every job's)."""
+    upstream = _on_upstream(job_ids)
+    tasks = {
+        task.name: task
+        for task in PeriodicTask.objects.select_related("crontab", "interval").filter(
+            name__in=[task_name(job_id) for job_id in job_ids]
+        )
+    }
+    return {
+        job_id: _schedule(tasks.get(task_name(job_id)), job_id in upstream) for job_id in job_ids
+    }
+
+
+def _schedule(task: PeriodicTask | None, on_upstream: bool) -> Schedule:
     if task is None:
         return Schedule(on_upstream=on_upstream, enabled=False)
     next_run = None

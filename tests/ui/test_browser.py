@@ -142,6 +142,7 @@ def test_a_viewer_finds_no_button_that_changes_anything(team, live_server, brows
         ("12-viewer-run", f"/runs/{outcome.instance_exec_id}/"),
         ("13-viewer-queue", "/queue/"),
         ("14-viewer-batch", f"/batches/{outcome.target_batch_id}/"),
+        ("18-viewer-batches", "/batches/"),
         ("15-viewer-templates", "/templates/"),
         ("16-viewer-team", f"/teams/{team.group.pk}/"),
         ("17-viewer-lineage", "/lineage/"),

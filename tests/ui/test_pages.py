@@ -57,6 +57,7 @@ def test_members_see_every_page_of_their_team(team, pipeline, node, who):
         "/",
         "/queue/",
         "/queue/?table=archive",
+        "/batches/",
         "/lineage/?q=out",
         *pages(*pipeline, node),
     ]:
