@@ -5,7 +5,7 @@ from __future__ import annotations
 from django_filters import rest_framework as filters
 
 from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, File
-from bdre.filters import date_range
+from bdre.filters import IdFilter, date_range
 
 QUEUE_FIELDS = (
     "process",
@@ -19,8 +19,8 @@ QUEUE_FIELDS = (
 
 
 class QueueFilter(filters.FilterSet):
-    application = filters.NumberFilter(field_name="process__bus_domain")
-    job = filters.NumberFilter(field_name="process__parent", help_text="rows of a job's steps")
+    application = IdFilter(field_name="process__bus_domain")
+    job = IdFilter(field_name="process__parent", help_text="rows of a job's steps")
     marking = filters.CharFilter(
         field_name="batch_marking", lookup_expr="icontains", help_text="part of the marking"
     )
@@ -43,8 +43,8 @@ class ArchiveFilter(QueueFilter):
 
 
 class BatchFilter(filters.FilterSet):
-    application = filters.NumberFilter(field_name="bus_domain")
-    source_process = filters.NumberFilter(
+    application = IdFilter(field_name="bus_domain")
+    source_process = IdFilter(
         field_name="source_instance_exec__process", help_text="the job whose run produced it"
     )
     created = date_range("created_ts")
@@ -55,7 +55,7 @@ class BatchFilter(filters.FilterSet):
 
 
 class FileFilter(filters.FilterSet):
-    application = filters.NumberFilter(field_name="batch__bus_domain")
+    application = IdFilter(field_name="batch__bus_domain")
     path_contains = filters.CharFilter(field_name="path", lookup_expr="icontains")
     created = date_range("creation_ts")
 

@@ -106,13 +106,17 @@ def queue_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     )
 
 
-def _with_contents(batches: QuerySet[Batch]) -> QuerySet[Batch]:
-    """Each batch's run and job, its files (count and bytes) and the steps still waiting
-    to claim it; subqueries, since two joined counts would multiply each other."""
+def _with_contents(user, batches: QuerySet[Batch]) -> QuerySet[Batch]:
+    """Each batch's run and job, its files (count and bytes) and the steps of the user's
+    teams still waiting to claim it (another team's step may consume the batch: its rows are
+    not the user's to count); subqueries, since two joined counts would multiply each other."""
     files = File.objects.filter(batch=OuterRef("pk")).values("batch")
     waiting = (
-        BatchConsumpQueue.objects.filter(
-            source_batch=OuterRef("pk"), batch_state_id__in=CLAIMABLE_STATES
+        scope(
+            user,
+            BatchConsumpQueue.objects.filter(
+                source_batch=OuterRef("pk"), batch_state_id__in=CLAIMABLE_STATES
+            ),
         )
         .values("source_batch")
         .annotate(n=Count("id"))
@@ -131,7 +135,7 @@ def _with_contents(batches: QuerySet[Batch]) -> QuerySet[Batch]:
 
 @login_required
 def batch_list(request: HttpRequest) -> HttpResponse:
-    batches = _with_contents(scope(request.user, Batch.objects.all()))
+    batches = _with_contents(request.user, scope(request.user, Batch.objects.all()))
     found = BatchFilter(request.GET, queryset=batches)
     page = Paginator(found.qs if found.is_valid() else batches.none(), 50).get_page(
         request.GET.get("page")

@@ -27,6 +27,10 @@ ANSWERS = {
     ),
     "405": ("Method not allowed.", {"$ref": "#/components/schemas/Detail"}),
     "413": ("The body is larger than the server accepts.", {"$ref": "#/components/schemas/Detail"}),
+    "415": (
+        "The body's media type is not one the operation reads, or it could not be read.",
+        {"$ref": "#/components/schemas/Detail"},
+    ),
     "409": (
         "The current state forbids it.",
         {"anyOf": [LIFECYCLE, {"$ref": "#/components/schemas/Detail"}]},
@@ -47,7 +51,7 @@ def add_error_answers(result: dict, generator, request, public) -> dict:
             for status, (text, schema) in ANSWERS.items():
                 if status == "401" and path.startswith("/api/v1/auth/"):
                     continue
-                if status == "413" and method not in {"post", "put", "patch"}:
+                if status in ("413", "415") and method not in {"post", "put", "patch"}:
                     continue
                 answer = responses.setdefault(str(status), {"description": text})
                 # Keep the description a view gave; the body is always one of these shapes.

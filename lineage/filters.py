@@ -5,14 +5,14 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 from django_filters import rest_framework as filters
 
-from bdre.filters import date_range
+from bdre.filters import IdFilter, date_range
 from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind
 
 
 class LineageQueryFilter(filters.FilterSet):
     created = date_range("create_ts")
     failed = filters.BooleanFilter(method="filter_failed", help_text="only queries not parsed")
-    job = filters.NumberFilter(field_name="process__parent", help_text="queries of a job's steps")
+    job = IdFilter(field_name="process__parent", help_text="queries of a job's steps")
 
     class Meta:
         model = LineageQuery
@@ -44,7 +44,7 @@ class LineageNodeFilter(filters.FilterSet):
 
 
 class LineageRelationFilter(filters.FilterSet):
-    node = filters.NumberFilter(method="filter_node", help_text="relations from or to a node")
+    node = IdFilter(method="filter_node", help_text="relations from or to a node")
 
     class Meta:
         model = LineageRelation

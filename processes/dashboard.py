@@ -47,8 +47,9 @@ def _describe(schedule: schedules.Schedule) -> str:
 
 def job_rows(jobs: QuerySet[Process], now: datetime | None = None) -> list[JobRow]:
     now = now or timezone.now()
-    jobs = jobs.filter(parent__isnull=True, deleted=False).order_by("name")
-    ids = list(jobs.values_list("pk", flat=True))
+    # One read of the jobs: a job added between two reads would have no schedule below.
+    jobs = list(jobs.filter(parent__isnull=True, deleted=False).order_by("name"))
+    ids = [job.pk for job in jobs]
     last_ids = (
         InstanceExec.objects.filter(process_id__in=ids, parent__isnull=True)
         .values("process_id")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django_filters import rest_framework as filters
 
-from bdre.filters import date_range
+from bdre.filters import IdFilter, date_range
 from processes.models import InstanceExec, Process, ProcessLog, ProcessTemplate, Property
 
 
@@ -12,7 +12,7 @@ class ProcessFilter(filters.FilterSet):
     application = filters.CharFilter(field_name="bus_domain__name", help_text="application name")
     name = filters.CharFilter(lookup_expr="icontains", help_text="part of the name")
     is_job = filters.BooleanFilter(field_name="parent", lookup_expr="isnull")
-    upstream = filters.NumberFilter(field_name="enqueuing_processes", help_text="upstream job id")
+    upstream = IdFilter(field_name="enqueuing_processes", help_text="upstream job id")
     added = date_range("add_ts")
 
     class Meta:
@@ -21,8 +21,8 @@ class ProcessFilter(filters.FilterSet):
 
 
 class RunFilter(filters.FilterSet):
-    application = filters.NumberFilter(field_name="process__bus_domain")
-    job = filters.NumberFilter(field_name="process__parent", help_text="runs of a job's steps")
+    application = IdFilter(field_name="process__bus_domain")
+    job = IdFilter(field_name="process__parent", help_text="runs of a job's steps")
     is_job = filters.BooleanFilter(field_name="parent", lookup_expr="isnull")
     started = date_range("start_ts")
     ended = date_range("end_ts")

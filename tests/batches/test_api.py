@@ -48,6 +48,22 @@ def test_a_bad_filter_value_is_a_400_not_a_500(team, dev):
     assert "inserted_after" in response.json() or "process" in response.json()
 
 
+@pytest.mark.parametrize(
+    ("url", "field"),
+    [
+        ("/api/v1/queue/?job=99999999999999999999", "job"),
+        ("/api/v1/batches/?source_process=99999999999999999999", "source_process"),
+        ("/api/v1/files/?application=-1", "application"),
+        ("/api/v1/runs/?job=1.5", "job"),
+        ("/api/v1/lineage/relations/?node=99999999999999999999", "node"),
+    ],
+)
+def test_an_id_filter_out_of_range_is_a_400_naming_the_field(dev, url, field):
+    response = dev.get(url)
+    assert response.status_code == 400
+    assert field in response.json()
+
+
 def test_the_archive_lists_rows_with_their_queue_id(team, dev):
     row = QueueRowFactory(process=step_in(team))
     archived = ArchiveConsumpQueue.objects.create(

@@ -144,3 +144,16 @@ def test_a_body_past_the_upload_limit_is_a_json_413(team, settings):
     )
     assert answer.status_code == 413
     assert answer.json() == {"detail": "The body is larger than 1000 bytes."}
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", ""])
+def test_a_body_of_a_media_type_not_read_is_a_documented_json_415(client, team, content_type):
+    # The fuzzer found one (a multipart body DRF read as media type ""); it was undocumented.
+    answer = api_as(team.developer).generic(
+        "POST", "/api/v1/processes/", b"name=x", content_type=content_type
+    )
+    assert answer.status_code == 415
+    assert set(answer.json()) == {"detail"}
+    paths = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()["paths"]
+    assert "415" in paths["/api/v1/processes/"]["post"]["responses"]
+    assert "415" not in paths["/api/v1/processes/"]["get"]["responses"]

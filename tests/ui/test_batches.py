@@ -20,13 +20,16 @@ def listed(page: str) -> list[int]:
 
 @pytest.fixture
 def registered(team):
-    """A registered batch of two files, waiting for one step and done by another."""
+    """A registered batch of two files, waiting for one step of the team and done by
+    another; a step of another team waits for it too."""
     batch = BatchFactory(bus_domain=team.application, batch_type="file")
     FileFactory(batch=batch, file_size=1024)
     FileFactory(batch=batch, file_size=2048)
-    waiting, done = StepFactory(bus_domain=team.application), StepFactory()
+    waiting = StepFactory(bus_domain=team.application)
+    done = StepFactory(bus_domain=team.application)
     QueueRowFactory(process=waiting, source_batch=batch)
     QueueRowFactory(process=done, source_batch=batch, batch_state_id=BatchState.PROCESSED)
+    QueueRowFactory(process=StepFactory(bus_domain=team.other_application), source_batch=batch)
     return batch
 
 
@@ -36,7 +39,7 @@ def test_members_see_their_batches_with_run_files_and_waiting_steps(team, pipeli
     assert listed(page) == [registered.pk, outcome.target_batch_id]  # newest first
     row = page.split(f'<a href="/batches/{registered.pk}/">')[1].split("</tr>")[0]
     assert "registered" in row and "<td>2</td>" in row and "3.0\xa0KB" in row
-    assert "1 step<" in row  # the processed row no longer waits
+    assert "1 step<" in row  # not the processed row, nor the other team's step
     made = page.split(f'<a href="/batches/{outcome.target_batch_id}/">')[1].split("</tr>")[0]
     assert f'href="/jobs/{job.pk}/">clicks</a>' in made
     assert f'href="/runs/{outcome.instance_exec_id}/"' in made
@@ -59,7 +62,15 @@ def test_an_outsider_sees_no_batch_of_the_team(team, pipeline, registered):
 
 
 @pytest.mark.parametrize(
-    "query", ["created_after=yesterday", "source_process=abc", "page=999", "batch_type=%00"]
+    "query",
+    [
+        "created_after=yesterday",
+        "source_process=abc",
+        "source_process=99999999999999999999",
+        "application=-99999999999999999999",
+        "page=999",
+        "batch_type=%00",
+    ],
 )
 def test_odd_filters_are_answered_not_crashed(team, pipeline, query):
     answer = client_as(team.viewer).get(f"/batches/?{query}")

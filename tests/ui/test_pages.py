@@ -191,3 +191,18 @@ def test_odd_input_is_never_a_server_error(team, pipeline):
     assert client.get("/queue/", {"inserted_after": "yesterday"}).status_code == 200
     assert client.get("/queue/", {"page": "last"}).status_code == 200
     assert client.get("/jobs/99999999999999999999/").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/queue/?job=99999999999999999999",
+        "/queue/?application=99999999999999999999",
+        "/queue/?table=archive&job=-99999999999999999999",
+        "/batches/?source_process=99999999999999999999",
+    ],
+)
+def test_an_id_too_large_for_the_database_is_a_filter_error(team, pipeline, url):
+    answer = client_as(team.viewer).get(url)
+    assert answer.status_code == 200
+    assert '<p class="error">' in answer.content.decode()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from pyspark.testing import assertDataFrameEqual
 
 from processes.jobs import shred
@@ -92,6 +93,22 @@ def test_a_run_caches_uncompressed_and_puts_the_setting_back(spark):
     manifest = Watching(spark, [])
     shred_and_dedupe(raw(spark, [event("e1", "f1")]), run_id=1, manifest=manifest, enabled=enabled)
     assert seen == ["false"]
+    assert spark.conf.get(key) == before
+
+
+def test_a_failing_run_puts_the_cache_setting_back(spark):
+    key = "spark.sql.inMemoryColumnarStorage.compressed"
+    before = spark.conf.get(key)
+
+    class Broken(FixedManifest):
+        def check_and_record(self, pairs, run_id, now):
+            raise RuntimeError("manifest unreachable")
+
+    enabled = dict.fromkeys(STRATEGIES, True)
+    with pytest.raises(RuntimeError, match="manifest unreachable"):
+        shred_and_dedupe(
+            raw(spark, [event("e1", "f1")]), run_id=1, manifest=Broken(spark, []), enabled=enabled
+        )
     assert spark.conf.get(key) == before
 
 
