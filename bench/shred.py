@@ -135,7 +135,7 @@ def child(events: int, manifest_rows: int, cas_sample: int, full: bool = True) -
             )
             if with_entities:
                 done.bad.write.mode("overwrite").parquet(str(out_root / f"bad{run_id}"))
-                shred.entities(done.events).write.mode("overwrite").partitionBy(
+                shred.entities(shred.all_entities(done.events)).write.mode("overwrite").partitionBy(
                     "schema_vendor", "schema_name", "schema_version"
                 ).parquet(str(out_root / f"entities{run_id}"))
             return {"counters": done.counters, "phases": done.seconds}

@@ -21,7 +21,6 @@ import re
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, StringType
 
 from processes.jobs.enriched_fields import ATOMIC_FIELDS, FIELDS
 
@@ -348,22 +347,31 @@ def atomic(events: DataFrame) -> DataFrame:
     return events.select(*ATOMIC_FIELDS)
 
 
+_ENTITY = "struct<schema:string,data:string>"  # a self-describing JSON
 _SCHEMA_RE = r"^iglu:([^/]+)/([^/]+)/([^/]+)/(\d+)-(\d+)-(\d+)$"
 
 
-def _entities(events: DataFrame, column: str, ref: str) -> DataFrame:
-    """The self-describing JSONs of one column, one row each, with their hierarchy."""
+def _entities(events: DataFrame, column: str) -> DataFrame:
+    """The self-describing JSONs of one column, one row each, with their hierarchy, and a
+    ``_reason`` (NULL when the entity is readable) with the column's text in ``_json``.
+
+    Each column is parsed once: an entity's ``data`` is read as a string, which keeps its
+    JSON text (measured on 1 million events: 23.8 s against 29.7 s for the entities' write
+    when the envelope, then each entity, then its schema and its data were parsed apart).
+    A column that is not an envelope of entities gives one row with no entity, so that it
+    is kept, with its reason, rather than dropped; an empty array gives none."""
     if column == "unstruct_event":
-        inner = F.get_json_object(F.col(column), "$.data")
-        items = F.array(inner)
+        items = F.array(F.from_json(F.col(column), f"struct<data:{_ENTITY}>")["data"])
     else:
-        items = F.from_json(F.get_json_object(F.col(column), "$.data"), ArrayType(StringType()))
+        items = F.from_json(F.col(column), f"struct<data:array<{_ENTITY}>>")["data"]
+    unreadable = F.array(F.lit(None).cast(_ENTITY))
     rows = events.filter(F.col(column).isNotNull()).select(
         F.col("event_id").alias("root_id"),
         F.col("collector_tstamp").alias("root_tstamp"),
-        F.explode(items).alias("_entity"),
+        F.explode(F.coalesce(items, unreadable)).alias("_entity"),
+        F.col(column).alias("_json"),
     )
-    schema = F.get_json_object("_entity", "$.schema")
+    schema = F.col("_entity.schema")
     return rows.select(
         F.regexp_extract(schema, _SCHEMA_RE, 1).alias("schema_vendor"),
         F.regexp_extract(schema, _SCHEMA_RE, 2).alias("schema_name"),
@@ -379,17 +387,43 @@ def _entities(events: DataFrame, column: str, ref: str) -> DataFrame:
         F.lit("events").alias("ref_root"),
         F.concat(F.lit("events."), F.regexp_extract(schema, _SCHEMA_RE, 2)).alias("ref_tree"),
         F.lit("events").alias("ref_parent"),
-        F.get_json_object("_entity", "$.data").alias("data"),
-        F.lit(ref).alias("source_column"),
+        F.col("_entity.data").alias("data"),
+        F.lit(column).alias("source_column"),
+        "_json",
+        F.when(
+            F.col("_entity").isNull(),
+            F.lit(f"{column} is not a JSON object with a data field of self-describing JSONs"),
+        )
+        .when(
+            F.coalesce(~schema.rlike(_SCHEMA_RE), F.lit(True)),
+            F.concat(
+                F.lit(f"an entity of {column} has no Iglu schema (iglu:vendor/name/format/"),
+                F.lit("m-r-a), found "),
+                F.coalesce(schema, F.lit("none")),
+            ),
+        )
+        .alias("_reason"),
     )
 
 
-def entities(events: DataFrame) -> DataFrame:
-    """Every context, derived context and self-describing event of the events."""
-    return (
-        _entities(events, "contexts", "contexts")
-        .unionByName(_entities(events, "derived_contexts", "derived_contexts"))
-        .unionByName(_entities(events, "unstruct_event", "unstruct_event"))
+def all_entities(events: DataFrame) -> DataFrame:
+    """Every context, derived context and self-describing event of the events, readable or
+    not (``_reason``); ``entities`` and ``bad_entities`` split it (the runner caches it)."""
+    columns = ("contexts", "derived_contexts", "unstruct_event")
+    frames = [_entities(events, column) for column in columns]
+    return frames[0].unionByName(frames[1]).unionByName(frames[2])
+
+
+def entities(parsed: DataFrame) -> DataFrame:
+    """The readable entities of ``all_entities``, for a table per schema."""
+    return parsed.filter(F.col("_reason").isNull()).drop("_json", "_reason")
+
+
+def bad_entities(parsed: DataFrame) -> DataFrame:
+    """The unreadable ones: ``root_id``, ``source_column``, ``json`` (the column's text),
+    ``reason``. The event itself is kept in the atomic table."""
+    return parsed.filter(F.col("_reason").isNotNull()).select(
+        "root_id", "source_column", F.col("_json").alias("json"), F.col("_reason").alias("reason")
     )
 
 

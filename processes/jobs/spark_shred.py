@@ -3,7 +3,9 @@ events, deduplicated (DESIGN.md section 6). Properties:
 
 - ``shred.database`` (``default``), ``shred.atomic_table`` (``atomic_events``): where the
   atomic events go; bad rows go to ``<atomic_table>_bad``, each context and self-describing
-  event schema to a table of its own (``com_acme_page_1``);
+  event schema to a table of its own (``com_acme_page_1``), and the contexts and
+  self-describing events that cannot be read to ``<atomic_table>_bad_entities`` (written
+  only when there are some);
 - ``dedup.in_batch_natural``, ``dedup.in_batch_synthetic``, ``dedup.cross_batch_natural``,
   ``dedup.cross_batch_synthetic``: ``true`` (default) or ``false``;
 - ``dedup.manifest``: ``database`` (default), ``parquet`` or ``none``;
@@ -172,7 +174,7 @@ def spark_shred(context: JobContext) -> Counters:
     enabled = {s: dedup.get(s, "true").lower() != "false" for s in STRATEGIES}
     if not context.files:
         empty: Counters = {"files": 0, "rows_in": 0, "rows_out": 0, "bad_rows": 0}
-        return empty | {f"dup_{s}": 0 for s in STRATEGIES} | {"entities_out": 0}
+        return empty | {f"dup_{s}": 0 for s in STRATEGIES} | {"entities_out": 0, "bad_entities": 0}
 
     spark = get_spark()
     start(context, spark)
@@ -190,7 +192,8 @@ def spark_shred(context: JobContext) -> Counters:
     write_batch(
         result.bad, context, database, f"{atomic_table}_bad", comments="lines that failed to parse"
     )
-    entities = shred.entities(result.events).cache()
+    parsed = shred.all_entities(result.events).cache()
+    entities = shred.entities(parsed)
     tables = entities.select("schema_vendor", "schema_name", "schema_version").distinct().collect()
     for vendor, name, version in tables:
         rows = entities.filter(
@@ -200,7 +203,18 @@ def spark_shred(context: JobContext) -> Counters:
         )
         write_batch(rows, context, database, shred.table_name(vendor, name, version))
     counters["entities_out"] = entities.count()
+    counters["bad_entities"] = shred.bad_entities(parsed).count()
     counters["tables"] = len(tables) + 2
+    if counters["bad_entities"]:
+        # Only when there are some: most batches have none, and the table would be empty.
+        write_batch(
+            shred.bad_entities(parsed),
+            context,
+            database,
+            f"{atomic_table}_bad_entities",
+            comments="contexts and self-describing events that could not be read",
+        )
+        counters["tables"] += 1
     spark.catalog.clearCache()
     context.log("shred_summary", ", ".join(f"{k} {v}" for k, v in counters.items()), "spark")
     return counters

@@ -256,7 +256,7 @@ def test_entities_carry_schema_and_hierarchy(spark):
     factory = EventFactory(seed=3)
     values = factory.event(kind="unstruct")
     events, _ = shred.parse(raw(spark, [line_of(values)]))
-    rows = shred.entities(events).collect()
+    rows = shred.entities(shred.all_entities(events)).collect()
     by_name = {r["schema_name"]: r for r in rows}
     assert {"page", "ua_parser_context", "link_click"} <= set(by_name)
     link = by_name["link_click"]
@@ -274,6 +274,58 @@ def test_entities_carry_schema_and_hierarchy(spark):
     )
     assert json.loads(link["data"]) == {"targetUrl": "https://x.example"}
     assert shred.table_name("com.acme", "page", "1-0-0") == "com_acme_page_1"
+
+
+def test_entities_keep_their_data_as_json_text_and_unreadable_ones_their_reason(spark):
+    ctx = "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-1"
+    a, b = "iglu:com.acme/a/jsonschema/1-0-0", "iglu:com.acme/b/jsonschema/2-0-1"
+    contexts = {
+        "schema": ctx,
+        "data": [
+            {"schema": a, "data": {"x": [1, {"y": "z"}]}},
+            {"schema": b, "data": 7},
+            {"schema": "com.acme/c", "data": {}},
+        ],
+    }
+    lines = [
+        event(
+            "e1",
+            "f1",
+            contexts=json.dumps(contexts),
+            derived_contexts=json.dumps({"schema": ctx, "data": []}),
+        ),
+        event("e2", "f2", contexts="{not json", unstruct_event='{"data": "no entity"}'),
+    ]
+    events, _ = shred.parse(raw(spark, lines))
+    parsed = shred.all_entities(events)
+    assertDataFrameEqual(
+        shred.entities(parsed).select("root_id", "schema_name", "schema_version", "data"),
+        [("e1", "a", "1-0-0", '{"x":[1,{"y":"z"}]}'), ("e1", "b", "2-0-1", "7")],
+    )
+    assertDataFrameEqual(
+        shred.bad_entities(parsed),
+        [
+            (
+                "e1",
+                "contexts",
+                json.dumps(contexts),
+                "an entity of contexts has no Iglu schema (iglu:vendor/name/format/m-r-a), "
+                "found com.acme/c",
+            ),
+            (
+                "e2",
+                "contexts",
+                "{not json",
+                "contexts is not a JSON object with a data field of self-describing JSONs",
+            ),
+            (
+                "e2",
+                "unstruct_event",
+                '{"data": "no entity"}',
+                "unstruct_event is not a JSON object with a data field of self-describing JSONs",
+            ),
+        ],
+    )
 
 
 def test_atomic_events_have_no_json_fields(spark):

@@ -12,7 +12,7 @@ from django.utils import timezone
 from batches.models import EventManifest, HiveTable
 from processes import orchestrator
 from processes.models import InstanceExec, Property
-from tests.data.enriched import EventFactory
+from tests.data.enriched import EventFactory, line_of
 from tests.processes.pipelines import shred_pipeline
 
 pytestmark = pytest.mark.django_db
@@ -204,3 +204,26 @@ def test_strategies_can_be_switched_off(pipeline, lake, spark, settings):
     c = shred_counters(shred_job)
     assert c["rows_out"] == 36
     assert c["dup_in_batch_natural"] == c["dup_in_batch_synthetic"] == 0
+
+
+def test_unreadable_contexts_are_kept_with_their_reason_and_the_event_is_kept(
+    pipeline, lake, spark, settings
+):
+    ingest, shred_job = pipeline("none")
+    factory = EventFactory(seed=5)
+    good = factory.event(kind="page_view")
+    broken = factory.event(kind="page_view") | {"contexts": "{not json"}
+    land(lake, "part-0001.tsv", [line_of(good), line_of(broken)])
+    outcome = run(ingest, shred_job)
+    assert outcome.succeeded, outcome.error
+    c = shred_counters(shred_job)
+    assert (c["rows_out"], c["bad_rows"], c["bad_entities"]) == (2, 0, 1)
+    bad = spark.read.parquet(str(settings.BDRE_WAREHOUSE / "lake" / "events_bad_entities"))
+    (row,) = bad.collect()
+    assert (row["root_id"], row["source_column"], row["json"]) == (
+        broken["event_id"],
+        "contexts",
+        "{not json",
+    )
+    assert row["reason"].startswith("contexts is not a JSON object")
+    assert HiveTable.objects.filter(dbname="lake", table_name="events_bad_entities").exists()
