@@ -91,14 +91,14 @@ def keyed_lines(raw: DataFrame) -> DataFrame:
             )
         ],
         F.xxhash64("value").alias("_hash"),
+        _well_formed(parts).alias("_good"),
     )
-    good = (F.col("_n") == len(FIELDS)) & F.col("event_id").isNotNull()
     return counted.select(
-        F.when(~good, F.col("value")).alias("value"),
+        F.when(~F.col("_good"), F.col("value")).alias("value"),
         F.col("source_file"),
         F.col(ROW),
-        good.alias("_good"),
-        *[c for c in counted.columns if c not in ("value", "source_file", ROW)],
+        F.col("_good"),
+        *[c for c in counted.columns if c not in ("value", "source_file", ROW, "_good")],
         *hashes_of(F.col("event_id"), F.col("event_fingerprint")),
     )
 
@@ -155,15 +155,11 @@ def parse(raw: DataFrame) -> tuple[DataFrame, DataFrame]:
     return _events_of(_numbered(raw)), bad_rows(keyed_lines(raw))
 
 
-def _repeated(rows: DataFrame, keys: list[str]) -> DataFrame:
-    """The key values that occur more than once (only the keys are shuffled)."""
-    return rows.groupBy(*keys).count().filter(F.col("count") > 1).select(*keys)
-
-
 def repeated_ids(good: DataFrame) -> DataFrame:
     """The ``event_hash`` of every id more than one line of the batch has. Only the 8-byte
     hashes are shuffled; the result is a few percent of a batch (the runner caches it)."""
-    return _repeated(good.select("event_hash"), ["event_hash"])
+    counts = good.groupBy("event_hash").count()
+    return counts.filter(F.col("count") > 1).select("event_hash")
 
 
 def with_ids(good: DataFrame, ids: DataFrame) -> DataFrame:
@@ -171,12 +167,6 @@ def with_ids(good: DataFrame, ids: DataFrame) -> DataFrame:
     an id comes along, so a window over the event id sees the whole batch's lines of it. A
     semi-join ignores repeats in ``ids``, so no ``distinct`` (and no shuffle) is needed."""
     return good.join(F.broadcast(ids.select("event_hash")), "event_hash", "left_semi")
-
-
-def sharing_an_id(good: DataFrame) -> DataFrame:
-    """The lines whose event id another line of the batch has: the only lines in-batch
-    deduplication has to look at."""
-    return with_ids(good, repeated_ids(good))
 
 
 def _natural_loser() -> Column:
@@ -192,8 +182,9 @@ def _natural_loser() -> Column:
 
 def in_batch_natural_losers(candidates: DataFrame) -> DataFrame:
     """In-batch natural: the rows (``_row``) to drop so that one line of each (event_id,
-    event_fingerprint) is kept. ``candidates`` are the lines ``sharing_an_id`` (any good
-    lines give the same answer, but all of them would go through the window's shuffle)."""
+    event_fingerprint) is kept. ``candidates`` are the lines ``with_ids`` among the
+    ``repeated_ids``, the only lines in-batch deduplication has to look at (any good lines
+    give the same answer, but all of them would go through the window's shuffle)."""
     losers = candidates.select(ROW, _natural_loser().alias("_loser"))
     return losers.filter(F.col("_loser")).select(ROW)
 

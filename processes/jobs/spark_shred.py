@@ -202,8 +202,11 @@ def spark_shred(context: JobContext) -> Counters:
             & (F.col("schema_version") == version)
         )
         write_batch(rows, context, database, shred.table_name(vendor, name, version))
-    counters["entities_out"] = entities.count()
-    counters["bad_entities"] = shred.bad_entities(parsed).count()
+    tally = parsed.agg(
+        F.count_if(F.col("_reason").isNull()).alias("good"),
+        F.count_if(F.col("_reason").isNotNull()).alias("bad"),
+    ).first()
+    counters["entities_out"], counters["bad_entities"] = int(tally["good"]), int(tally["bad"])
     counters["tables"] = len(tables) + 2
     if counters["bad_entities"]:
         # Only when there are some: most batches have none, and the table would be empty.
