@@ -1,6 +1,8 @@
 """Batch markings: a comma list of ``label@YYYY-MM-DD`` elements or plain dates.
 
-Min and max compare the part after the last ``@``; a union keeps each element once, ordered.
+Min and max compare the part after the last ``@`` and give that date alone, as BDRE's
+InitJob did (``min-batch-marking-map.125=2014-12-16``); a union keeps each element, label
+and all, once, ordered.
 """
 
 from __future__ import annotations
@@ -15,21 +17,25 @@ def elements(marking: str | None) -> list[str]:
 
 
 def sort_key(element: str) -> tuple[str, str]:
-    return (element.rsplit("@", 1)[-1], element)
+    return (date_of(element), element)
 
 
 def _all(markings: Iterable[str | None]) -> list[str]:
     return [e for marking in markings for e in elements(marking)]
 
 
-def min_element(markings: Iterable[str | None]) -> str | None:
-    found = _all(markings)
-    return min(found, key=sort_key) if found else None
+def date_of(element: str) -> str:
+    return element.rsplit("@", 1)[-1]
 
 
-def max_element(markings: Iterable[str | None]) -> str | None:
+def min_date(markings: Iterable[str | None]) -> str | None:
     found = _all(markings)
-    return max(found, key=sort_key) if found else None
+    return date_of(min(found, key=sort_key)) if found else None
+
+
+def max_date(markings: Iterable[str | None]) -> str | None:
+    found = _all(markings)
+    return date_of(max(found, key=sort_key)) if found else None
 
 
 def union(markings: Iterable[str | None]) -> str:

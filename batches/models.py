@@ -294,7 +294,11 @@ class EventManifest(models.Model):
                 fields=["manifest", "event_id", "fingerprint"], name="manifest_unique_pair"
             ),
         ]
-        indexes = [models.Index(fields=["manifest", "etl_time"], name="manifest_ttl")]
+        indexes = [
+            models.Index(fields=["manifest", "etl_time"], name="manifest_ttl"),
+            # A run replaces what an earlier attempt of it recorded.
+            models.Index(fields=["manifest", "run_id"], name="manifest_run"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.event_id}/{self.fingerprint} (run {self.run_id})"

@@ -156,8 +156,13 @@ def register_file_once(
 
 
 def _locked_row(queue_id: int) -> BatchConsumpQueue:
-    """The row, locked; 110 while a running job holds it (claimed, or failed by one of the
-    run's steps and waiting for that step to be started again)."""
+    """The row, locked after its job (the lifecycle's order of locks, so a requeue cannot
+    slip between init_job's reading of a target batch's rows and its update of them); 110
+    while a running job holds it (claimed, or failed by one of the run's steps and waiting
+    for that step to be started again)."""
+    job_id = Queue.objects.filter(pk=queue_id).values_list("process__parent_id", flat=True).first()
+    if job_id is not None:
+        Process.objects.select_for_update().filter(pk=job_id).first()
     row = Queue.objects.select_for_update().filter(pk=queue_id).first()
     if row is None:
         raise BdreError(
@@ -180,8 +185,16 @@ def _locked_row(queue_id: int) -> BatchConsumpQueue:
 
 @transaction.atomic
 def requeue(queue_id: int) -> BatchConsumpQueue:
-    """Put a dead-lettered (or failed) row back as NEW, with its attempts reset; the last
-    error is kept for the record. A row claimed by a running job cannot be requeued."""
+    """Give a dead-lettered (or failed) row another chance, with its attempts reset; the
+    last error is kept for the record. A row claimed by a running job cannot be requeued.
+
+    A row whose run never succeeded goes back with the whole claim it was part of: every
+    dead or failed row of that target batch becomes FAILED on it again, so the job's next
+    run rebuilds that same batch, exactly as a retry would (the same output partitions
+    replaced, the same key in the deduplication manifest; a new batch would leave the
+    failed attempt's output beside the new one, and the manifest would take the input's
+    own events for duplicates of it). A row whose batch was delivered without it (it was
+    discarded from a run that then succeeded) is queued afresh, as NEW."""
     row = _locked_row(queue_id)
     if row.batch_state_id not in (BatchState.DISCARDED, BatchState.FAILED):
         raise BdreError(
@@ -190,14 +203,24 @@ def requeue(queue_id: int) -> BatchConsumpQueue:
             "discarded rows can be requeued",
             http_status=409,
         )
-    Queue.objects.filter(pk=row.pk).update(
-        batch_state_id=BatchState.NEW,
-        attempts=0,
-        target_batch=None,
-        claimed_by=None,
-        start_ts=None,
-        end_ts=None,
+    retried = {"attempts": 0, "claimed_by": None, "start_ts": None, "end_ts": None}
+    delivered = (
+        row.target_batch_id is None
+        or InstanceExec.objects.filter(
+            target_batch_id=row.target_batch_id,
+            parent__isnull=True,
+            exec_state_id=ExecState.SUCCESS,
+        ).exists()
     )
+    if delivered:
+        Queue.objects.filter(pk=row.pk).update(
+            batch_state_id=BatchState.NEW, target_batch=None, **retried
+        )
+    else:
+        Queue.objects.filter(
+            target_batch_id=row.target_batch_id,
+            batch_state_id__in=(BatchState.DISCARDED, BatchState.FAILED),
+        ).update(batch_state_id=BatchState.FAILED, **retried)
     row.refresh_from_db()
     return row
 

@@ -3,9 +3,11 @@
     .venv/bin/python bench/shred.py [--events 1000000] [--manifest 10000000]
         [--cas-sample 20000] [--no-write]
 
-The batch holds 2 % natural duplicates, 0.5 % synthetic duplicates and 1 % events repeating
-an earlier batch (whose pairs are in the manifest). Measured in one Spark session
-(local[*], the machine's cores):
+The batch holds 2 % natural duplicates, 0.5 % synthetic duplicates, 1 % events repeating
+an earlier batch (whose pairs are in the manifest) and 0.5 % new events reusing an id of
+that earlier batch (cross-batch synthetic duplicates). Each strategy's counter is reported
+against what was planted and against the count the rules give, worked out line by line in
+plain Python. Measured in one Spark session (local[*], the machine's cores):
 
 - shred: parse, the four deduplication strategies (Parquet manifest), write the atomic table;
 - the same plus the contexts and self-describing events tables (the whole spark.shred);
@@ -37,22 +39,60 @@ COLUMNS = "(manifest, event_id, fingerprint, run_id, etl_time)"
 ROUNDS = 3
 
 
-def generate(events: int) -> tuple[Path, list[tuple[str, str]]]:
-    """The batch file, and the (event id, fingerprint) pairs of the earlier batch."""
+SHARES = {"natural": 0.02, "synthetic": 0.005, "repeat": 0.01, "repeat_synthetic": 0.005}
+
+
+def generate(events: int) -> tuple[Path, list[tuple[str, str]], dict[str, dict[str, int]]]:
+    """The batch file, the (event id, fingerprint) pairs of the earlier batch, and for each
+    strategy the lines planted and the counter the rules give."""
     from tests.data.enriched import EventFactory
 
     factory = EventFactory(seed=2026)
     _earlier_lines, earlier = factory.batch(max(1, events // 50))
-    lines, _ = factory.batch(
-        events, natural=0.02, synthetic=0.005, repeat_from=earlier, repeat=0.01
-    )
+    lines, _ = factory.batch(events, repeat_from=earlier, **SHARES)
     path = WORK / "landing" / "events.tsv"
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as f:
         for line in lines:
             f.write(line)
             f.write("\n")
-    return path, [(e["event_id"], e["event_fingerprint"]) for e in earlier]
+    pairs = [(e["event_id"], e["event_fingerprint"]) for e in earlier]
+    planted = {
+        "in_batch_natural": round(events * SHARES["natural"]),
+        "cross_batch_natural": round(events * SHARES["repeat"]),
+        "in_batch_synthetic": round(events * SHARES["synthetic"]),
+        "cross_batch_synthetic": round(events * SHARES["repeat_synthetic"]),
+    }
+    expected = expected_counters(lines, pairs)
+    return path, pairs, {s: {"planted": planted[s], "expected": expected[s]} for s in planted}
+
+
+def expected_counters(lines: list[str], earlier: list[tuple[str, str]]) -> dict[str, int]:
+    """The four counters as DESIGN.md section 6 defines them, line by line: the reference
+    the Spark counters are checked against. (Planted and expected differ where the
+    generator drew the same event twice: two copies of one event make two natural
+    duplicates, a synthetic pair flags both its events.)"""
+    from collections import Counter
+
+    from processes.jobs.enriched_fields import INDEX
+
+    id_at, fingerprint_at = INDEX["event_id"], INDEX["event_fingerprint"]
+    good = []
+    for line in lines:
+        fields = line.split("\t")
+        if len(fields) == 131 and fields[id_at]:
+            good.append((fields[id_at], fields[fingerprint_at] or None))
+    copies = Counter(p for p in good if p[1] is not None)
+    kept = list(copies) + [p for p in good if p[1] is None]
+    seen_pairs, seen_ids = set(earlier), {e for e, _ in earlier}
+    left = [p for p in kept if p not in seen_pairs]
+    ids = Counter(e for e, _ in left)
+    return {
+        "in_batch_natural": sum(n - 1 for n in copies.values()),
+        "cross_batch_natural": len(kept) - len(left),
+        "in_batch_synthetic": sum(1 for e, _ in left if ids[e] > 1),
+        "cross_batch_synthetic": sum(1 for e, _ in left if e in seen_ids),
+    }
 
 
 def child(events: int, manifest_rows: int, cas_sample: int, full: bool = True) -> dict:
@@ -73,7 +113,7 @@ def child(events: int, manifest_rows: int, cas_sample: int, full: bool = True) -
     shutil.rmtree(WORK, ignore_errors=True)
     result: dict = {"events": events, "manifest_rows": manifest_rows}
     started = time.perf_counter()
-    path, earlier = generate(events)
+    path, earlier, result["strategies"] = generate(events)
     result["generate_s"] = time.perf_counter() - started
     result["lines"] = sum(1 for _ in path.open())
     result["file_mb"] = path.stat().st_size / 2**20
@@ -207,7 +247,8 @@ def report(r: dict) -> str:
     rows = [(name, m) for name, m in rows if m is not None]
     lines = [
         f"{r['lines']:,} lines ({r['file_mb']:.0f} MiB) of {r['events']:,} events plus 2 % "
-        "natural, 0.5 % synthetic duplicates, 1 % repeats of an earlier batch, against a "
+        "natural, 0.5 % synthetic duplicates, 1 % repeats of an earlier batch and 0.5 % new "
+        "events reusing its ids (cross-batch synthetic), against a "
         f"Parquet manifest of {r['manifest_rows']:,} pairs; Spark {r['spark_master']}.",
         "",
         "| run | best time (s) (each round) | events/s |",
@@ -232,6 +273,15 @@ def report(r: dict) -> str:
     lines += [f"| {name} | {secs:.1f} |" for name, secs in phases.items()]
     c = r["shred_dedup"]["counters"]
     ratio = r["shred_dedup"]["seconds"] / r["plain"]["seconds"]
+    lines += ["", "Each strategy's counter against the lines planted and the rules' count:", ""]
+    lines += ["| strategy | lines planted | rules' count | counter | |", "|---|---|---|---|---|"]
+    for strategy, want in r["strategies"].items():
+        got = c[f"dup_{strategy}"]
+        lines.append(
+            f"| {strategy} | {want['planted']:,} | {want['expected']:,} | {got:,} | "
+            + ("equal" if got == want["expected"] else "**differs**")
+            + " |"
+        )
     lines += [
         "",
         "Counters of the deduplicating run: " + ", ".join(f"{k} {v:,}" for k, v in c.items()),

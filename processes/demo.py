@@ -166,9 +166,11 @@ def generate_landing(
 ) -> tuple[list[Path], list[dict[str, str]]]:
     """Sample files: ``files`` batches of ``events`` events with natural and synthetic
     duplicates, bad lines and null fingerprints; each repeats 5 % of ``repeat_from`` (events
-    an earlier run has seen: cross-batch duplicates); and, with ``in_flight``, one file still
-    being written (``_current``). Names carry the time, so files generated later sort after
-    these and the scan picks them up next. Returns the files and their unique events."""
+    an earlier run has seen: cross-batch natural duplicates) and reuses the ids of 1 % of
+    them with other payloads (cross-batch synthetic duplicates); and, with ``in_flight``, one
+    file still being written (``_current``). Names carry the time, so files generated later
+    sort after these and the scan picks them up next. Returns the files and their unique
+    events."""
     folder.mkdir(parents=True, exist_ok=True)
     factory = EventFactory(seed=seed + len(list(folder.iterdir())))
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
@@ -183,6 +185,7 @@ def generate_landing(
             null_fingerprint=0.02,
             repeat_from=repeat_from,
             repeat=0.05 if repeat_from else 0.0,
+            repeat_synthetic=0.01 if repeat_from else 0.0,
         )
         seen += unique
         written.append(_write(folder / f"events-{stamp}-{i + 1:02d}.tsv", lines))
@@ -221,6 +224,17 @@ class DemoSummary:
             f"  duplicates, {name.removeprefix('dup_').replace('_', ' ')}: {value}"
             for name, value in c.items()
             if name.startswith("dup_")
+        ]
+        natural = c.get("dup_in_batch_natural", 0), c.get("dup_cross_batch_natural", 0)
+        synthetic = c.get("dup_in_batch_synthetic", 0), c.get("dup_cross_batch_synthetic", 0)
+        out += [
+            "  how they add up:     events in = events out + bad rows + natural duplicates "
+            "(in batch, cross batch)",
+            f"                       {c.get('rows_in', 0)} = {c.get('rows_out', 0)} + "
+            f"{c.get('bad_rows', 0)} + {natural[0]} + {natural[1]}",
+            f"                       the {synthetic[0]} in-batch and {synthetic[1]} cross-batch "
+            "synthetic duplicates (the same id, another event) are not removed: they are kept "
+            "in events out under new ids, each with a duplicate context naming its original id",
         ]
         out.append(f"  tables written:      {', '.join(self.tables) or 'none yet'}")
         return out

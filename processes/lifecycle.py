@@ -177,10 +177,10 @@ def _fail_job_rows(job: Process, run: InstanceExec, error: str, now: datetime) -
     rows.filter(batch_state_id=BatchState.ACCESSED).update(
         batch_state_id=BatchState.FAILED, end_ts=now, last_error=error
     )
-    failed_runs = InstanceExec.objects.filter(
-        process=job, target_batch_id=run.target_batch_id, exec_state_id__in=FAILED_STATES
-    ).count()
-    if failed_runs >= job.max_retries:
+    # Every run of a target batch counts an attempt on each of its live rows (those of steps
+    # a re-run skips too), and a requeue sets them back to 0: the batch has failed this many
+    # runs since it was claimed or last requeued.
+    if rows.filter(attempts__gte=job.max_retries).exists():
         rows.update(batch_state_id=BatchState.DISCARDED, end_ts=now)
     else:
         rows.filter(
@@ -220,7 +220,7 @@ def init_job(
     if max_batch is not None and max_batch < 1:
         raise BdreError(Code.MAX_BATCH_NULL, f"max batch must be at least 1, got {max_batch}")
 
-    rerun_batch_id = _failed_target(job, consuming)
+    rerun_batch_id = _rerun_target(job, consuming)
     now = timezone.now()
     cuts: dict[int, int | None] = {}
     firsts: dict[int, dict[int, int]] = {}
@@ -264,15 +264,13 @@ def init_job(
         target_id = rerun_batch_id
         Batch.objects.filter(pk=target_id).update(source_instance_exec=run)
         skipped = _recovered_steps(steps, target_id)
-        Queue.objects.filter(
+        rebuilt = Queue.objects.filter(
             target_batch_id=target_id,
             batch_state_id__in=(BatchState.FAILED, BatchState.PROCESSED, BatchState.ACCESSED),
-        ).exclude(process_id__in=skipped).update(
-            batch_state_id=BatchState.ACCESSED,
-            start_ts=now,
-            end_ts=None,
-            claimed_by=run,
-            attempts=F("attempts") + 1,
+        )
+        rebuilt.update(claimed_by=run, attempts=F("attempts") + 1)
+        rebuilt.exclude(process_id__in=skipped).update(
+            batch_state_id=BatchState.ACCESSED, start_ts=now, end_ts=None
         )
     else:
         target = Batch.objects.create(
@@ -323,25 +321,37 @@ def step_batches(target_batch_id: int, step: Process) -> StepBatches:
     return per_step[step.pk]
 
 
-def _failed_target(job: Process, consuming: list[Process]) -> int | None:
-    """The target batch to re-run: that of the job's last run if it failed and it still has
-    live rows (or the job reads no queue)."""
+def _rerun_target(job: Process, consuming: list[Process]) -> int | None:
+    """The target batch to rebuild, if any: the oldest one of the job that still holds live
+    rows in the queue (a run of it failed, or its dead letters were requeued), or, for a job
+    that reads no queue, its last run's batch if that run failed.
+
+    Live rows with a target batch belong to a run that did not succeed (a successful run
+    archives its rows; a running one stops init_job before this). Rebuilding that batch
+    rather than claiming its rows into a new one keeps every attempt of the same input on
+    the same batch: the same output partitions are replaced, and the deduplication
+    manifest, keyed on it, never takes the input's own events for duplicates. Rows a step
+    finished (PROCESSED) count as much as FAILED ones: they belong to the batch being
+    rebuilt. Only when all went to the dead letter is the batch given up."""
+    if consuming:
+        return (
+            Queue.objects.filter(
+                process_id__in=[s.pk for s in consuming], target_batch__isnull=False
+            )
+            .exclude(batch_state_id=BatchState.DISCARDED)
+            .order_by("target_batch_id")
+            .values_list("target_batch_id", flat=True)
+            .first()
+        )
     last = (
         InstanceExec.objects.filter(process=job)
         .order_by("-id")
         .values("exec_state_id", "target_batch_id")
         .first()
     )
-    if not last or last["exec_state_id"] not in FAILED_STATES or not last["target_batch_id"]:
+    if not last or last["exec_state_id"] not in FAILED_STATES:
         return None
-    if not consuming:
-        return last["target_batch_id"]
-    # Rows a step finished (PROCESSED) count as much as FAILED ones: they belong to the
-    # batch being rebuilt. Only when all went to the dead letter is the batch given up.
-    retry = Queue.objects.filter(target_batch_id=last["target_batch_id"]).exclude(
-        batch_state_id=BatchState.DISCARDED
-    )
-    return last["target_batch_id"] if retry.exists() else None
+    return last["target_batch_id"]
 
 
 def _recovered_steps(steps: list[Process], target_batch_id: int) -> set[int]:
@@ -402,8 +412,8 @@ def _claimed(
             sub_process_id=step.pk,
             min_batch_id=ids[0],
             max_batch_id=ids[-1],
-            min_batch_marking=markings.min_element(marks_of.get(step.pk, [])),
-            max_batch_marking=markings.max_element(marks_of.get(step.pk, [])),
+            min_batch_marking=markings.min_date(marks_of.get(step.pk, [])),
+            max_batch_marking=markings.max_date(marks_of.get(step.pk, [])),
             batch_ids=ids,
             files=[f for b in ids for f in files_of.get(b, [])],
         )

@@ -144,9 +144,13 @@ class EventFactory:
         null_fingerprint: float = 0.0,
         repeat_from: list[dict[str, str]] | None = None,
         repeat: float = 0.0,
+        repeat_synthetic: float = 0.0,
     ) -> tuple[list[str], list[dict[str, str]]]:
         """``n`` unique events plus the requested shares of duplicates and bad lines, in a
-        shuffled order. Returns the lines and the unique events (to repeat later)."""
+        shuffled order: ``natural`` copies of an event, ``synthetic`` events reusing the id
+        of another, events of ``repeat_from`` again (``repeat``) and new events reusing the
+        id of one of them (``repeat_synthetic``: cross-batch synthetic duplicates). Returns
+        the lines and the unique events (to repeat later)."""
         events = [self.event(fingerprint=self.rng.random() >= null_fingerprint) for _ in range(n)]
         lines = [line_of(e) for e in events]
         for _ in range(round(n * natural)):
@@ -159,6 +163,9 @@ class EventFactory:
         if repeat_from:
             for _ in range(round(n * repeat)):
                 lines.append(line_of(self.rng.choice(repeat_from)))
+            for _ in range(round(n * repeat_synthetic)):
+                original = self.rng.choice(repeat_from)
+                lines.append(line_of(self.event(event_id=original["event_id"])))
         for i in range(round(n * malformed)):
             bad = line_of(self.event())
             lines.append(bad + "\textra" if i % 2 else "\t".join(bad.split("\t")[:40]))

@@ -8,9 +8,11 @@ strategies (DESIGN.md section 6):
 - in-batch natural: same ``event_id`` and ``event_fingerprint``: keep one, the smallest
   ``etl_tstamp`` then the smallest line; a null fingerprint is never a duplicate;
 - cross-batch natural: the pair is in the manifest from another run within the TTL: dropped;
-- in-batch synthetic: same ``event_id``, another fingerprint: every such event gets a new
-  id, a hash of id, fingerprint and run (so a re-run gives the same ids), and a ``duplicate``
-  context carrying ``originalEventId``;
+- in-batch synthetic: same ``event_id``, another fingerprint (or none): every such event
+  gets a new id, a hash of the line and its position (the source file and which copy of the
+  line it is there), so two byte-identical lines get two ids and any re-run of the same
+  input, under any run, gives the same ids; and a ``duplicate`` context carrying
+  ``originalEventId``;
 - cross-batch synthetic: an ``event_id`` the manifest holds from another run with another
   fingerprint gets the same treatment.
 """
@@ -28,6 +30,7 @@ DUPLICATE_SCHEMA = "iglu:com.snowplowanalytics.snowplow/duplicate/jsonschema/1-0
 CONTEXTS_SCHEMA = "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-1"
 LINE = "_line"  # the raw line, kept through deduplication for stable tie-breaks
 ORIGINAL_ID = "_original_event_id"
+COPY = "_copy"  # which copy of a byte-identical line of its file a line is (1, 2, ...)
 
 
 KEYS = ["event_id", "event_fingerprint"]
@@ -111,6 +114,24 @@ def hashes_of(event_id: Column, fingerprint: Column) -> list[Column]:
         F.xxhash64(event_id).alias("event_hash"),
         F.when(fingerprint.isNotNull(), F.xxhash64(event_id, fingerprint)).alias("pair_hash"),
     ]
+
+
+NO_FINGERPRINT = ""  # what the manifest records for an event without a fingerprint
+
+
+def recorded_pairs(pairs: DataFrame) -> DataFrame:
+    """The pairs the manifest records: an event without a fingerprint is recorded under
+    ``NO_FINGERPRINT``, a value no line has (an empty field is NULL). Its pair matches no
+    line's, so it is never a natural duplicate; but its id is known, and a later run's event
+    with that id is a cross-batch synthetic duplicate, renamed: every kept id names one
+    event across batches too."""
+    fingerprint = F.coalesce(F.col("event_fingerprint"), F.lit(NO_FINGERPRINT))
+    return pairs.select(
+        ROW,
+        "event_id",
+        fingerprint.alias("event_fingerprint"),
+        *hashes_of(F.col("event_id"), fingerprint),
+    )
 
 
 def good_lines(keyed: DataFrame) -> DataFrame:
@@ -209,18 +230,26 @@ def decide(
 
     ``relevant`` are the good lines ``with_ids`` among the ids the batch repeats and those
     ``seen`` holds: every line of those ids, and no other line can be affected. ``seen`` has
-    the ``event_hash`` and ``pair_hash`` of the pairs other runs recorded.
+    the ``event_hash`` and ``pair_hash`` of the pairs other runs recorded, and ``earlier``:
+    whether that run recorded it before this run first did.
 
     In order: in-batch natural drops the later copies of a pair; of the lines left,
     cross-batch natural drops a line whose pair ``seen`` holds (a NULL fingerprint never
-    matches) and cross-batch synthetic flags a line whose id ``seen`` holds with another
-    fingerprint (or with any, when cross-batch natural is off); in-batch synthetic flags
-    every line still kept whose event id another kept line shares.
+    matches) and cross-batch synthetic flags a line whose id ``seen`` holds, recorded
+    ``earlier``, with another fingerprint (or with any, when cross-batch natural is off);
+    in-batch synthetic flags every line still kept whose event id another kept line
+    shares.
 
     All of it is windows over the event id on the small ``relevant`` frame, in one plan:
     each step used to be a frame of its own, broadcast into the next, and the jobs, plans
     and generated classes of those steps cost more than the work."""
-    seen_ids = seen.groupBy("event_hash").agg(F.collect_set("pair_hash").alias("_seen_pairs"))
+    seen_ids = seen.groupBy("event_hash").agg(
+        F.collect_set("pair_hash").alias("_seen_pairs"),
+        # A run rebuilt after later runs recorded its ids keeps them: the later ones are
+        # the duplicates (collect_set skips the NULLs of the later ones).
+        F.collect_set(F.when(F.col("earlier"), F.col("pair_hash"))).alias("_earlier_pairs"),
+        F.max(F.col("earlier").cast("int")).alias("_earlier"),
+    )
     lines = relevant.select(ROW, *KEYS, *HASHES, "etl_tstamp", "_hash", "source_file").join(
         F.broadcast(seen_ids), "event_hash", "left"
     )
@@ -228,18 +257,29 @@ def decide(
     hit = F.col("_seen_pairs").isNotNull() & ~natural
     pair_seen = F.coalesce(F.array_contains("_seen_pairs", F.col("pair_hash")), F.lit(False))
     crossed = hit & pair_seen if cross_batch_natural else F.lit(False)
+    earlier = hit & F.coalesce(F.col("_earlier") == 1, F.lit(False))
+    other_earlier_pair = F.exists(
+        "_earlier_pairs", lambda pair: ~pair.eqNullSafe(F.col("pair_hash"))
+    )
     if not cross_batch_synthetic:
         elsewhere = F.lit(False)
     elif cross_batch_natural:
-        elsewhere = hit & ~pair_seen
+        elsewhere = earlier & ~pair_seen & other_earlier_pair
     else:
-        elsewhere = hit
+        elsewhere = earlier
+    # Which copy of a byte-identical line of its file a line is: with the line and the file,
+    # the position that makes a synthetic duplicate's new id unique. Copies are
+    # interchangeable, so the k-th is the same whichever order a read gives them.
+    copy = F.row_number().over(Window.partitionBy("source_file", "_hash").orderBy(ROW))
     flagged = lines.select(
         ROW,
         "event_id",
         (_natural_loser() if in_batch_natural else F.lit(False)).alias("_natural"),
         "_seen_pairs",
+        "_earlier_pairs",
+        "_earlier",
         "pair_hash",
+        copy.alias(COPY),
     ).select(
         ROW,
         "event_id",
@@ -247,6 +287,7 @@ def decide(
         .when(crossed, F.lit("cross_batch_natural"))
         .alias("_drop"),
         elsewhere.alias("_synthetic_cross_batch"),
+        COPY,
     )
     kept = F.col("_drop").isNull()
     shared = (
@@ -255,11 +296,11 @@ def decide(
         else F.lit(False)
     )
     return flagged.select(
-        ROW, "_drop", shared.alias("_synthetic_in_batch"), "_synthetic_cross_batch"
+        ROW, "_drop", shared.alias("_synthetic_in_batch"), "_synthetic_cross_batch", COPY
     ).filter(~kept | F.col("_synthetic_in_batch") | F.col("_synthetic_cross_batch"))
 
 
-def apply_decisions(raw: DataFrame, decisions: DataFrame, run_id: int) -> DataFrame:
+def apply_decisions(raw: DataFrame, decisions: DataFrame) -> DataFrame:
     """Read the lines again and keep the events the decisions do not drop, with their 131
     fields, synthetic duplicates rewritten (new id and a ``duplicate`` context, the original
     id in ``_original_event_id``), and the two flags. ``decisions`` is small (one row per
@@ -275,9 +316,10 @@ def apply_decisions(raw: DataFrame, decisions: DataFrame, run_id: int) -> DataFr
             "_parts",
             F.coalesce("_synthetic_in_batch", F.lit(False)).alias("_synthetic_in_batch"),
             F.coalesce("_synthetic_cross_batch", F.lit(False)).alias("_synthetic_cross_batch"),
+            COPY,
         )
     )
-    return rewrite_synthetic(_events_of(lines), run_id)
+    return rewrite_synthetic(_events_of(lines))
 
 
 def _uuid_from(digest: Column) -> Column:
@@ -308,16 +350,18 @@ def _with_duplicate_context(derived: Column, original: Column) -> Column:
     )
 
 
-def rewrite_synthetic(events: DataFrame, run_id: int) -> DataFrame:
-    """Give every flagged event a new id (a hash of id, fingerprint or line, and run) and a
-    ``duplicate`` context with its original id; keep the original in ``_original_event_id``."""
+def rewrite_synthetic(events: DataFrame) -> DataFrame:
+    """Give every flagged event a new id and a ``duplicate`` context with its original id;
+    keep the original in ``_original_event_id``.
+
+    The new id is a hash of the line, its source file and which copy of that line in the
+    file it is (``_copy``): unique per line even for byte-identical lines (whose fingerprint
+    is null, so they are never natural duplicates), and never a function of the run, so a
+    retry, a requeue or a replay of the same input gives the same ids as the first run."""
     flagged = F.col("_synthetic_in_batch") | F.col("_synthetic_cross_batch")
     digest = F.sha2(
         F.concat_ws(
-            "|",
-            F.col("event_id"),
-            F.coalesce(F.col("event_fingerprint"), F.sha2(F.col(LINE), 256)),
-            F.lit(str(run_id)),
+            "|", F.col(LINE), F.col("source_file"), F.coalesce(F.col(COPY), F.lit(1)).cast("string")
         ),
         256,
     )
@@ -361,6 +405,8 @@ def _entities(events: DataFrame, column: str) -> DataFrame:
         F.col("collector_tstamp").alias("root_tstamp"),
         F.explode(F.coalesce(items, unreadable)).alias("_entity"),
         F.col(column).alias("_json"),
+        F.col("source_file").alias("_source_file"),
+        F.col(LINE),
     )
     schema = F.col("_entity.schema")
     return rows.select(
@@ -381,6 +427,8 @@ def _entities(events: DataFrame, column: str) -> DataFrame:
         F.col("_entity.data").alias("data"),
         F.lit(column).alias("source_column"),
         "_json",
+        "_source_file",
+        LINE,
         F.when(
             F.col("_entity").isNull(),
             F.lit(f"{column} is not a JSON object with a data field of self-describing JSONs"),
@@ -407,14 +455,20 @@ def all_entities(events: DataFrame) -> DataFrame:
 
 def entities(parsed: DataFrame) -> DataFrame:
     """The readable entities of ``all_entities``, for a table per schema."""
-    return parsed.filter(F.col("_reason").isNull()).drop("_json", "_reason")
+    return parsed.filter(F.col("_reason").isNull()).drop("_json", "_reason", "_source_file", LINE)
 
 
 def bad_entities(parsed: DataFrame) -> DataFrame:
     """The unreadable ones: ``root_id``, ``source_column``, ``json`` (the column's text),
-    ``reason``. The event itself is kept in the atomic table."""
+    ``reason``, and where they came from, like the bad rows: ``source_file`` and ``line``
+    (the whole line). The event itself is kept in the atomic table."""
     return parsed.filter(F.col("_reason").isNotNull()).select(
-        "root_id", "source_column", F.col("_json").alias("json"), F.col("_reason").alias("reason")
+        "root_id",
+        "source_column",
+        F.col("_json").alias("json"),
+        F.col("_reason").alias("reason"),
+        F.col("_source_file").alias("source_file"),
+        F.col(LINE).alias("line"),
     )
 
 

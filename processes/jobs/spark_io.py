@@ -30,24 +30,37 @@ def table_location(database: str, table: str) -> str:
     return str(settings.BDRE_WAREHOUSE / database / table)
 
 
+class PartitionWrittenTwice(RuntimeError):
+    pass
+
+
 def write_batch(
     df: DataFrame, context: JobContext, database: str, table: str, *, comments: str = ""
 ) -> HiveTable:
-    """Write ``df`` as the target batch's partition of a Parquet table (dynamic partition
-    overwrite: a re-run replaces its own partition and leaves the others) and register it."""
-    location = table_location(database, table)
-    (
-        df.withColumn(BATCH_COLUMN, F.lit(context.target_batch_id).cast("long"))
-        .write.mode("overwrite")
-        .option("partitionOverwriteMode", "dynamic")
-        .partitionBy(BATCH_COLUMN)
-        .parquet(location)
-    )
-    # Kept on the run as soon as written: a failed step still says what it touched.
+    """Write ``df`` as the target batch's partition of a Parquet table and register it: the
+    partition's folder is overwritten, so a re-run replaces its own partition and leaves
+    the others.
+
+    A step writes a table's partition once: a second write would replace the first (two
+    versions of one schema once lost their first version's rows that way), so it fails.
+    The partition is written as a folder of its own rather than by a partitioned write
+    with dynamic overwrite: a frame without rows then still leaves a Parquet file with the
+    schema, so that the table is readable (Spark cannot infer the schema of a folder with
+    no file), and a re-run that finds nothing replaces an earlier attempt's rows (a dynamic
+    overwrite with no rows touches no partition and left them)."""
     written = f"{database}.{table}"
-    if written not in context.outputs:
-        context.outputs.append(written)
-        InstanceExec.objects.filter(pk=context.step_run_id).update(outputs=context.outputs)
+    if written in context.outputs:
+        raise PartitionWrittenTwice(
+            f"{context.step.name} wrote batch {context.target_batch_id} of {written} twice; "
+            "the second write would replace the first"
+        )
+    location = table_location(database, table)
+    partition = f"{location}/{BATCH_COLUMN}={context.target_batch_id}"
+    df = df.drop(BATCH_COLUMN)
+    df.write.mode("overwrite").parquet(partition)
+    # Kept on the run as soon as written: a failed step still says what it touched.
+    context.outputs.append(written)
+    InstanceExec.objects.filter(pk=context.step_run_id).update(outputs=context.outputs)
     registered, _ = HiveTable.objects.update_or_create(
         dbname=database,
         table_name=table,

@@ -4,8 +4,8 @@ events, deduplicated (DESIGN.md section 6). Properties:
 - ``shred.database`` (``default``), ``shred.atomic_table`` (``atomic_events``): where the
   atomic events go; bad rows go to ``<atomic_table>_bad``, each context and self-describing
   event schema to a table of its own (``com_acme_page_1``), and the contexts and
-  self-describing events that cannot be read to ``<atomic_table>_bad_entities`` (written
-  only when there are some);
+  self-describing events that cannot be read to ``<atomic_table>_bad_entities`` with their
+  source file and line; every one of these tables gets the batch's partition, empty or not;
 - ``dedup.in_batch_natural``, ``dedup.in_batch_synthetic``, ``dedup.cross_batch_natural``,
   ``dedup.cross_batch_synthetic``: ``true`` (default) or ``false``;
 - ``dedup.manifest``: ``database`` (default), ``parquet`` or ``none``;
@@ -107,13 +107,13 @@ def _shred_and_dedupe(
     no_ids = spark.createDataFrame([], "event_hash long")
     # Cached but not counted: the manifest's check or the decisions fill it as they go.
     repeated = shred.repeated_ids(good).cache() if in_batch else no_ids
-    seen = spark.createDataFrame([], "event_hash long, pair_hash long")
+    seen = spark.createDataFrame([], "event_hash long, pair_hash long, earlier boolean")
     if cross_batch:
         pairs = good.select(shred.ROW, *shred.KEYS, *shred.HASHES)
         if enabled["in_batch_natural"]:
             natural = shred.in_batch_natural_losers(shred.with_ids(good, repeated))
             pairs = shred.without(pairs, natural.cache())
-        seen = manifest.check_and_record(pairs, run_id, timezone.now())
+        seen = manifest.check_and_record(shred.recorded_pairs(pairs), run_id, timezone.now())
         clock.lap("in-batch natural losers, manifest: check and record")
     relevant = shred.with_ids(good, repeated.unionByName(seen.select("event_hash")))
     decisions = shred.decide(
@@ -139,7 +139,7 @@ def _shred_and_dedupe(
         - counters["dup_in_batch_natural"]
         - counters["dup_cross_batch_natural"]
     )
-    events = shred.apply_decisions(raw, decisions, run_id)
+    events = shred.apply_decisions(raw, decisions)
     return Shredded(events, shred.bad_rows(keyed), counters, clock.laps)
 
 
@@ -194,30 +194,33 @@ def spark_shred(context: JobContext) -> Counters:
     )
     parsed = shred.all_entities(result.events).cache()
     entities = shred.entities(parsed)
-    tables = entities.select("schema_vendor", "schema_name", "schema_version").distinct().collect()
-    for vendor, name, version in tables:
-        rows = entities.filter(
-            (F.col("schema_vendor") == vendor)
-            & (F.col("schema_name") == name)
-            & (F.col("schema_version") == version)
+    versions = entities.select("schema_vendor", "schema_name", "schema_version").distinct()
+    models: dict[str, list[str]] = {}
+    for vendor, name, version in versions.collect():
+        models.setdefault(shred.table_name(vendor, name, version), []).append(
+            f"{vendor}/{name}/{version}"
         )
-        write_batch(rows, context, database, shred.table_name(vendor, name, version))
+    # One write per model: every version of it (1-0-0 and 1-0-1) lands in its table at once,
+    # each row with its schema_version. A write per version replaced the one before it.
+    for table, schemas in sorted(models.items()):
+        rows = entities.filter(
+            F.concat_ws("/", "schema_vendor", "schema_name", "schema_version").isin(schemas)
+        )
+        write_batch(rows, context, database, table)
     tally = parsed.agg(
         F.count_if(F.col("_reason").isNull()).alias("good"),
         F.count_if(F.col("_reason").isNotNull()).alias("bad"),
     ).first()
     counters["entities_out"], counters["bad_entities"] = int(tally["good"]), int(tally["bad"])
-    counters["tables"] = len(tables) + 2
-    if counters["bad_entities"]:
-        # Only when there are some: most batches have none, and the table would be empty.
-        write_batch(
-            shred.bad_entities(parsed),
-            context,
-            database,
-            f"{atomic_table}_bad_entities",
-            comments="contexts and self-describing events that could not be read",
-        )
-        counters["tables"] += 1
+    # Written when empty too: a registered table is readable at any time.
+    write_batch(
+        shred.bad_entities(parsed),
+        context,
+        database,
+        f"{atomic_table}_bad_entities",
+        comments="contexts and self-describing events that could not be read",
+    )
+    counters["tables"] = len(models) + 3
     spark.catalog.clearCache()
     context.log("shred_summary", ", ".join(f"{k} {v}" for k, v in counters.items()), "spark")
     return counters

@@ -8,7 +8,7 @@ from processes.models import BusDomain, Process
 from processes.registry import StepSpec, create_job
 from tests.factories import JOB_TYPE
 
-SCAN, SHRED, CALL = 52, 55, 51
+SCAN, SHRED, CALL, SQL = 52, 55, 51, 56
 
 
 def shred_pipeline(
@@ -18,17 +18,23 @@ def shred_pipeline(
     manifest: str = "database",
     ttl_days: int = 180,
     lease_seconds: int = 3600,
+    sql: str | None = None,
+    prefix: str = "",
+    max_retries: int = 3,
+    shred_can_recover: bool = True,
     **dedup: str,
 ) -> tuple[Process, Process]:
     """``ingest`` scans ``landing``; ``shred`` shreds what it registered into the table
-    ``lake.events`` (step ``shred_events``), then runs a no-op step ``after``."""
+    ``lake.events`` (step ``shred_events``), then runs a step ``after``: a no-op, or the
+    Spark SQL ``sql`` into ``lake.after``. ``prefix`` goes before the job and step names,
+    for two pipelines in one test."""
     ingest = create_job(
         bus_domain=application,
-        name="ingest",
+        name=f"{prefix}ingest",
         process_type_id=JOB_TYPE,
         steps=[
             StepSpec(
-                "scan",
+                f"{prefix}scan",
                 SCAN,
                 properties={"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}},
             )
@@ -36,20 +42,28 @@ def shred_pipeline(
     )
     shred_job = create_job(
         bus_domain=application,
-        name="shred",
+        name=f"{prefix}shred",
         process_type_id=JOB_TYPE,
         lease_seconds=lease_seconds,
+        max_retries=max_retries,
         steps=[
             StepSpec(
-                "shred_events",
+                f"{prefix}shred_events",
                 SHRED,
+                can_recover=shred_can_recover,
                 upstream=[ingest.pk],
                 properties={
                     "shred": {"database": "lake", "atomic_table": "events"},
                     "dedup": {"manifest": manifest, "ttl_days": str(ttl_days), **dedup},
                 },
             ),
-            StepSpec("after", CALL),
+            StepSpec(f"{prefix}after", CALL)
+            if sql is None
+            else StepSpec(
+                f"{prefix}after",
+                SQL,
+                properties={"sql": {"query": sql, "output_table": "lake.after"}},
+            ),
         ],
     )
     return ingest, shred_job

@@ -186,12 +186,20 @@ def test_requeue_and_discard_through_rest(dev, make_job):
     assert [r["id"] for r in listed["results"]] == [row.pk]
     response = post(dev, f"queue/{row.pk}/requeue/")
     assert response.status_code == 200
-    assert response.json()["batch_state_name"] == "NEW"
-    assert error(post(dev, f"queue/{row.pk}/requeue/")) == (409, 114)
+    # Back on the batch its run failed to build, for the next run to rebuild it.
+    assert response.json()["batch_state_name"] == "FAILED"
+    assert response.json()["target_batch"] == row.target_batch_id
     discarded = post(dev, f"queue/{row.pk}/discard/", {"reason": "bad file"})
     assert discarded.json()["last_error"] == "bad file"
-    assert error(post(dev, "queue/999999/requeue/")) == (404, 114)
     assert post(dev, f"queue/{row.pk}/discard/", {}).status_code == 400
+    assert post(dev, f"queue/{row.pk}/requeue/").status_code == 200
+    rerun = post(dev, f"processes/{load.pk}/init-job/", {"max_batch": 1}).json()
+    assert rerun["is_rerun"] and rerun["target_batch_id"] == row.target_batch_id
+    assert error(post(dev, f"queue/{row.pk}/requeue/")) == (409, 110)  # claimed
+    register(dev, ingest, "2.tsv")
+    waiting = BatchConsumpQueue.objects.get(process__parent=load, batch_state_id=BatchState.NEW)
+    assert error(post(dev, f"queue/{waiting.pk}/requeue/")) == (409, 114)  # nothing to requeue
+    assert error(post(dev, "queue/999999/requeue/")) == (404, 114)
 
 
 @pytest.mark.parametrize(

@@ -83,7 +83,8 @@ def test_term_requeue_and_discard_from_the_command_line(make_job):
     cli("term_job", "--process-id", str(load.pk), "--error", "bad")
     row = BatchConsumpQueue.objects.get()
     assert row.batch_state_id == BatchState.DISCARDED
-    assert cli("requeue", "--queue-id", str(row.pk))["batch_state"] == BatchState.NEW
+    # Back on the batch its run failed to build, for the next run to rebuild it.
+    assert cli("requeue", "--queue-id", str(row.pk))["batch_state"] == BatchState.FAILED
     discarded = cli("discard", "--queue-id", str(row.pk), "--reason", "wrong file")
     assert discarded["batch_state"] == BatchState.DISCARDED
     assert cli_error("requeue", "--queue-id", "999999")[1]["code"] == 114

@@ -140,7 +140,9 @@ def test_result_of_init_job_has_every_field(make_job):
     }
     assert result.target_batch_marking == "2026-11-19,EOD@2026-11-20"
     assert result.steps[step.pk].min_batch_marking == "2026-11-19"
-    assert result.steps[step.pk].max_batch_marking == "EOD@2026-11-20"
+    # The dates themselves, as BDRE's InitJob gives them (min-batch-marking-map.125=2014-12-16);
+    # the target marking keeps the labels.
+    assert result.steps[step.pk].max_batch_marking == "2026-11-20"
     run = InstanceExec.objects.get(pk=result.instance_exec_id)
     assert run.worker == "w1"
     assert run.lease_expires_at > timezone.now() + timedelta(seconds=3500)
@@ -235,14 +237,14 @@ def test_a_step_with_several_upstreams_gets_one_row_of_each(make_job):
     assert result.steps[step.pk].batch_ids == [lefts[0], rights[0]]
 
 
-def test_marking_min_max_and_union_compare_the_date_after_the_last_at(make_job):
+def test_min_and_max_markings_are_dates_and_the_target_marking_keeps_the_labels(make_job):
     p1 = make_job("p1")
     p2 = make_job("p2", upstream=[p1])
     feed(p1, ["z@2026-01-02", "a@2026-01-03,b@x@2026-01-01", "2026-01-02"])
     result = lifecycle.init_job(p2.pk, 10)
     (step,) = steps_of(p2)
-    assert result.steps[step.pk].min_batch_marking == "b@x@2026-01-01"
-    assert result.steps[step.pk].max_batch_marking == "a@2026-01-03"
+    assert result.steps[step.pk].min_batch_marking == "2026-01-01"
+    assert result.steps[step.pk].max_batch_marking == "2026-01-03"
     assert result.target_batch_marking == "b@x@2026-01-01,2026-01-02,z@2026-01-02,a@2026-01-03"
 
 
@@ -470,12 +472,65 @@ def test_a_row_is_discarded_after_max_retries_and_requeued_by_hand(make_job):
     assert row.last_error == "step broke"
     assert code_of(lifecycle.init_job, p2.pk, 1) == 112  # a dead letter is never claimed
 
+    failed_target = row.target_batch_id
+
     queue.requeue(row.pk)
     row.refresh_from_db()
-    assert (row.batch_state_id, row.attempts, row.last_error) == (BatchState.NEW, 0, "step broke")
+    # Back on the batch its runs failed to build, with its attempts reset: the next run
+    # rebuilds that batch, as a retry would.
+    assert (row.batch_state_id, row.attempts, row.last_error) == (
+        BatchState.FAILED,
+        0,
+        "step broke",
+    )
+    assert row.target_batch_id == failed_target
     result = run_job(p2, max_batch=1)
-    assert not result.is_rerun
+    assert result.is_rerun and result.target_batch_id == failed_target
     assert ArchiveConsumpQueue.objects.filter(queue_id=row.pk).exists()
+
+
+def test_a_requeued_batch_is_rebuilt_first_even_after_other_runs_and_gets_its_retries_again(
+    make_job,
+):
+    p1 = make_job("p1")
+    p2 = make_job("p2", upstream=[p1], max_retries=2)
+    (step,) = steps_of(p2)
+    feed(p1, ["2026-11-01"])
+    dead = run_job(p2, max_batch=1, fail_step=step).target_batch_id
+    run_job(p2, max_batch=1, fail_step=step)
+    (row,) = queued(step)
+    assert row.batch_state_id == BatchState.DISCARDED
+    later = feed(p1, ["2026-11-02"])
+    delivered = run_job(p2, max_batch=1)
+    assert not delivered.is_rerun and delivered.steps[step.pk].batch_ids == later
+
+    queue.requeue(row.pk)
+    feed(p1, ["2026-11-03"])
+    failed_again = run_job(p2, max_batch=1, fail_step=step)
+    assert failed_again.is_rerun and failed_again.target_batch_id == dead
+    (row,) = [r for r in queued(step) if r.target_batch_id == dead]
+    assert (row.batch_state_id, row.attempts) == (BatchState.FAILED, 1)  # not dead at once
+    rebuilt = run_job(p2, max_batch=1)
+    assert rebuilt.is_rerun and rebuilt.target_batch_id == dead
+    assert rebuilt.steps[step.pk].batch_ids == [row.source_batch_id]
+    after = run_job(p2, max_batch=1)  # then the new input, in a batch of its own
+    assert not after.is_rerun and after.target_batch_id not in (dead, delivered.target_batch_id)
+
+
+def test_a_row_left_out_of_a_delivered_batch_is_requeued_as_new(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2", upstream=[p1])
+    feed(p1, ["2026-11-01", "2026-11-02"])
+    (step,) = steps_of(p2)
+    failed = run_job(p2, max_batch=5, fail_step=step)
+    dropped, _kept = queued(step)
+    queue.discard(dropped.pk, "corrupt")
+    assert run_job(p2, max_batch=5).target_batch_id == failed.target_batch_id
+    queue.requeue(dropped.pk)
+    dropped.refresh_from_db()
+    assert (dropped.batch_state_id, dropped.target_batch_id) == (BatchState.NEW, None)
+    fresh = run_job(p2, max_batch=5)
+    assert not fresh.is_rerun and fresh.target_batch_id != failed.target_batch_id
 
 
 def test_discard_by_hand_and_what_cannot_be_requeued(make_job):
@@ -543,10 +598,12 @@ def test_after_max_retries_failed_runs_the_whole_batch_goes_to_the_dead_letter(m
     # Rows step a had finished go with the batch: it failed as a whole.
     assert {r.batch_state_id for r in queued(a) + queued(b)} == {BatchState.DISCARDED}
     assert code_of(lifecycle.init_job, p2.pk, 5) == 112
-    for row in queued(a) + queued(b):
-        queue.requeue(row.pk)
-    fresh = run_job(p2, max_batch=5)
-    assert not fresh.is_rerun and fresh.target_batch_id != first.target_batch_id
+    # One requeue brings the whole claim back, on its batch.
+    queue.requeue(queued(b)[0].pk)
+    assert {r.batch_state_id for r in queued(a) + queued(b)} == {BatchState.FAILED}
+    rebuilt = run_job(p2, max_batch=5)
+    assert rebuilt.is_rerun and rebuilt.target_batch_id == first.target_batch_id
+    assert rebuilt.skipped_step_ids == [a.pk]
 
 
 def test_a_failing_step_without_upstream_is_recovered_and_retried(make_job):

@@ -25,9 +25,15 @@ def hashed(spark, pairs):
     return frame.select("*", *shred.hashes_of(frame.event_id, frame.event_fingerprint))
 
 
-def answers(spark, manifests, pairs, run_id, now) -> list[set[tuple]]:
+def answers(spark, manifests, pairs, run_id, now, *, earlier=False) -> list[set[tuple]]:
+    """What each manifest says other runs recorded: the pairs' hashes, and with ``earlier``
+    whether they recorded them before ``run_id`` first did."""
     frame = hashed(spark, pairs)
-    return [{tuple(r) for r in m.check_and_record(frame, run_id, now).collect()} for m in manifests]
+    columns = [*shred.HASHES, "earlier"] if earlier else shred.HASHES
+    return [
+        {tuple(r) for r in m.check_and_record(frame, run_id, now).select(*columns).collect()}
+        for m in manifests
+    ]
 
 
 def expect(spark, pairs) -> set[tuple]:
@@ -53,3 +59,30 @@ def test_both_backends_answer_alike_through_runs_reruns_and_expiry(spark, manife
     db, parquet = answers(spark, manifests, third, 3, expired_first)
     # Run 2's own pair only: the TTL of e1/f1 ran from run 1, which first saw it.
     assert db == parquet == expect(spark, [("e5", "f5")])
+
+
+def test_an_attempt_replaces_what_an_earlier_attempt_of_its_run_recorded(spark, manifests):
+    now = timezone.now()
+    answers(spark, manifests, [("e1", "f1"), ("e2", "f2")], 1, now)
+    # The run is rebuilt without the line of e2 (discarded by hand from its batch).
+    answers(spark, manifests, [("e1", "f1")], 1, now)
+    # e2 requeued on its own, in another run, is no duplicate: nothing delivered it.
+    db, parquet = answers(spark, manifests, [("e1", "f1"), ("e2", "f2")], 2, now)
+    assert db == parquet == expect(spark, [("e1", "f1")])
+
+
+def test_a_run_rebuilt_after_later_runs_sees_their_pairs_as_later(spark, manifests):
+    start = timezone.now()
+    answers(spark, manifests, [("e1", "fa")], 1, start)
+    # Run 2 comes later with another payload under e1: run 1 recorded it earlier.
+    db, parquet = answers(
+        spark, manifests, [("e1", "fb")], 2, start + timedelta(hours=1), earlier=True
+    )
+    ((event_hash, pair_hash),) = expect(spark, [("e1", "fa")])
+    assert db == parquet == {(event_hash, pair_hash, True)}
+    # Run 1 again (its dead letter requeued): run 2's pair is there, but recorded later.
+    db, parquet = answers(
+        spark, manifests, [("e1", "fa")], 1, start + timedelta(hours=2), earlier=True
+    )
+    ((event_hash, pair_hash),) = expect(spark, [("e1", "fb")])
+    assert db == parquet == {(event_hash, pair_hash, False)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from processes.jobs import shred
@@ -117,7 +118,9 @@ class FixedManifest:
 
     def __init__(self, spark, pairs: list[tuple[str, str | None]]):
         frame = spark.createDataFrame(pairs, "event_id string, event_fingerprint string")
-        self.seen = frame.select(*shred.hashes_of(frame.event_id, frame.event_fingerprint))
+        self.seen = frame.select(
+            *shred.hashes_of(frame.event_id, frame.event_fingerprint), F.lit(True).alias("earlier")
+        )
         self.recorded = None
 
     def check_and_record(self, pairs, run_id, now):
@@ -183,12 +186,22 @@ def test_cross_batch_natural_drops_pairs_seen_in_other_runs(spark):
     assert done.counters["dup_cross_batch_natural"] == 1
 
 
+def test_an_event_without_fingerprint_repeated_from_another_run_is_renamed_not_dropped(spark):
+    lines = [event("e1", None), event("e2", "f2")]
+    seen = [("e1", shred.NO_FINGERPRINT), ("e2", shred.NO_FINGERPRINT)]
+    done = dedupe(spark, lines, seen=seen)
+    kept = sorted(r[shred.ORIGINAL_ID] for r in done.events.collect())
+    assert kept == ["e1", "e2"]  # never a natural duplicate
+    assert "e1" not in {r["event_id"] for r in done.events.collect()}
+    assert done.counters["dup_cross_batch_synthetic"] == 2
+
+
 def test_the_manifest_gets_the_pairs_left_after_in_batch_deduplication(spark):
     lines = [event("e1", "f1"), event("e1", "f1", "2026-11-20 10:00:00.000"), event("e2", None)]
     manifest = FixedManifest(spark, [])
     enabled = dict.fromkeys(STRATEGIES, True)
     shred_and_dedupe(raw(spark, lines), run_id=1, manifest=manifest, enabled=enabled)
-    assert manifest.recorded == [("e1", "f1"), ("e2", None)]
+    assert manifest.recorded == [("e1", "f1"), ("e2", shred.NO_FINGERPRINT)]
 
 
 def test_synthetic_duplicates_get_deterministic_new_ids_and_a_duplicate_context(spark):
@@ -222,8 +235,30 @@ def test_synthetic_duplicates_get_deterministic_new_ids_and_a_duplicate_context(
     assert done.counters["rows_out"] == 4
     again = dedupe(spark, list(reversed(lines)), seen=seen, run_id=42).events
     assert {r["event_id"] for r in again.collect()} == {r["event_id"] for r in rows.values()}
+    # A retry, a requeue or a replay of the same input runs under another run: same ids.
     other_run = dedupe(spark, lines, seen=seen, run_id=43).events
-    assert {r["event_id"] for r in other_run.collect()} != {r["event_id"] for r in rows.values()}
+    assert {r["event_id"] for r in other_run.collect()} == {r["event_id"] for r in rows.values()}
+
+
+def test_byte_identical_lines_without_a_fingerprint_each_get_their_own_id(spark):
+    twin = event("e1", None)
+    lines = [twin, event("e2", "f2"), twin, twin]
+    done = dedupe(spark, lines)
+    kept = [r["event_id"] for r in done.events.collect()]
+    assert len(kept) == 4 and len(set(kept)) == 4  # every kept event id names one event
+    assert "e1" not in kept and "e2" in kept
+    assert done.counters["dup_in_batch_synthetic"] == 3
+    # The same lines again, in another order: the same three ids.
+    again = dedupe(spark, [twin, twin, event("e2", "f2"), twin], run_id=7)
+    assert sorted(r["event_id"] for r in again.events.collect()) == sorted(kept)
+    # The same line in another file is another event.
+    elsewhere = shred_and_dedupe(
+        raw(spark, [twin], source="file:///landing/b.tsv").unionByName(raw(spark, [twin])),
+        run_id=1,
+        manifest=None,
+        enabled=dict.fromkeys(STRATEGIES, True),
+    )
+    assert len({r["event_id"] for r in elsewhere.events.collect()}) == 2
 
 
 def test_switched_off_synthetic_strategies_keep_the_ids(spark):
@@ -302,6 +337,7 @@ def test_entities_keep_their_data_as_json_text_and_unreadable_ones_their_reason(
         shred.entities(parsed).select("root_id", "schema_name", "schema_version", "data"),
         [("e1", "a", "1-0-0", '{"x":[1,{"y":"z"}]}'), ("e1", "b", "2-0-1", "7")],
     )
+    source = "file:///landing/a.tsv"
     assertDataFrameEqual(
         shred.bad_entities(parsed),
         [
@@ -311,18 +347,24 @@ def test_entities_keep_their_data_as_json_text_and_unreadable_ones_their_reason(
                 json.dumps(contexts),
                 "an entity of contexts has no Iglu schema (iglu:vendor/name/format/m-r-a), "
                 "found com.acme/c",
+                source,
+                lines[0],
             ),
             (
                 "e2",
                 "contexts",
                 "{not json",
                 "contexts is not a JSON object with a data field of self-describing JSONs",
+                source,
+                lines[1],
             ),
             (
                 "e2",
                 "unstruct_event",
                 '{"data": "no entity"}',
                 "unstruct_event is not a JSON object with a data field of self-describing JSONs",
+                source,
+                lines[1],
             ),
         ],
     )

@@ -3,16 +3,24 @@ deduplicated by the orchestrator, with both manifest backends."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.utils import timezone
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
 
-from batches.models import EventManifest, HiveTable
+from batches import queue
+from batches.models import BatchConsumpQueue, BatchState, EventManifest, HiveTable
 from processes import orchestrator
+from processes.jobs import shred
+from processes.jobs.manifest import open_manifest
+from processes.jobs.spark_shred import STRATEGIES, shred_and_dedupe
 from processes.models import InstanceExec, Property
-from tests.data.enriched import EventFactory, line_of
+from tests.data.enriched import CONTEXTS_SCHEMA, EventFactory, line_of
 from tests.processes.pipelines import shred_pipeline
 
 pytestmark = pytest.mark.django_db
@@ -28,8 +36,10 @@ def lake(tmp_path, settings, spark):
 
 @pytest.fixture
 def pipeline(team, lake):
-    def make(manifest: str = "database", ttl_days: int = 180, **dedup: str):
-        return shred_pipeline(team.application, lake, manifest=manifest, ttl_days=ttl_days, **dedup)
+    def make(manifest: str = "database", ttl_days: int = 180, **options):
+        return shred_pipeline(
+            team.application, lake, manifest=manifest, ttl_days=ttl_days, **options
+        )
 
     return make
 
@@ -96,49 +106,127 @@ def test_shred_counts_every_row_and_writes_the_tables(pipeline, lake, spark, set
 
 
 @pytest.mark.parametrize("manifest", ["database", "parquet"])
-def test_a_later_batch_repeating_events_drops_them_and_a_rerun_drops_nothing(
-    pipeline, lake, spark, settings, manifest
-):
+def test_a_later_batch_repeating_events_drops_them(pipeline, lake, spark, settings, manifest):
     ingest, shred_job = pipeline(manifest)
     factory = EventFactory(seed=12)
     first_lines, first_events = factory.batch(100)
     land(lake, "a.tsv", first_lines)
     first = run(ingest, shred_job)
     assert shred_counters(shred_job)["rows_out"] == 100
-
-    # The same batch again (a re-run of the same target batch) drops nothing.
-    Property.objects.create(
-        process=shred_job.steps.get(name="after"),
-        config_group="callable",
-        key="path",
-        value="tests.processes.jobs.test_spark_shred.fail_once",
-    )
     lines, _ = factory.batch(50, repeat_from=first_events, repeat=0.2)
     land(lake, "b.tsv", lines)
-    FAILED.clear()
-    failed = run(ingest, shred_job)
-    assert not failed.succeeded
-    rerun = orchestrator.run_job(shred_job.pk)
-    assert rerun.succeeded and rerun.is_rerun
-    assert rerun.target_batch_id == failed.target_batch_id
+    second = run(ingest, shred_job)
     c = shred_counters(shred_job)
     assert c["dup_cross_batch_natural"] == 10  # the repeats of batch one, and only them
     assert c["rows_out"] == 50
     assert accounted(c)
-    # The re-run replaced its partition: no event twice.
-    second = atomic_rows(spark, settings, rerun.target_batch_id)
-    assert second.count() == second.select("event_id").distinct().count() == 50
+    assert_unique_ids(spark, settings)
+    assert atomic_rows(spark, settings, second.target_batch_id).count() == 50
     assert atomic_rows(spark, settings, first.target_batch_id).count() == 100
 
 
-FAILED: list[int] = []
+BROKEN: list[bool] = []
 
 
-def fail_once(context):
-    if not FAILED:
-        FAILED.append(context.step_run_id)
-        raise RuntimeError("downstream step broke once")
+def broken_while_flagged(context):
+    if BROKEN:
+        raise RuntimeError("the step after the shred broke")
     return {}
+
+
+def lake_tables(spark, settings, batch_ids: list[int]) -> dict[str, DataFrame]:
+    """What the shred wrote for ``batch_ids``: the atomic events, the bad rows, every entity
+    table's rows (one frame) and the bad entities, without their batch column."""
+
+    def read(table):
+        df = spark.read.parquet(str(settings.BDRE_WAREHOUSE / "lake" / table))
+        return df.filter(df.batch_id.isin(batch_ids)).drop("batch_id")
+
+    special = {"events", "events_bad", "events_bad_entities", "after"}
+    entity_tables = sorted(
+        set(HiveTable.objects.filter(dbname="lake").values_list("table_name", flat=True)) - special
+    )
+    entities = read(entity_tables[0])
+    for table in entity_tables[1:]:
+        entities = entities.unionByName(read(table))
+    return {
+        "events": read("events"),
+        "bad": read("events_bad"),
+        "entities": entities,
+        "bad_entities": read("events_bad_entities"),
+    }
+
+
+def clean_run(spark, files: list[Path], manifest: str) -> dict[str, DataFrame]:
+    """The same files shredded once each, in order, by the shred itself, with a manifest
+    no attempt has touched: what exactly-once means."""
+    kept = {"events": [], "bad": [], "entities": [], "bad_entities": []}
+    backend = open_manifest(manifest, spark, "clean", 180)
+    for run_id, path in enumerate(files, start=1_000):
+        raw = spark.read.text(str(path)).select("value", F.input_file_name().alias("source_file"))
+        done = shred_and_dedupe(
+            raw, run_id=run_id, manifest=backend, enabled=dict.fromkeys(STRATEGIES, True)
+        )
+        parsed = shred.all_entities(done.events)
+        kept["events"] += shred.atomic(done.events).collect()
+        kept["bad"] += done.bad.collect()
+        kept["entities"] += shred.entities(parsed).collect()
+        kept["bad_entities"] += shred.bad_entities(parsed).collect()
+    return kept
+
+
+@pytest.mark.parametrize("manifest", ["database", "parquet"])
+def test_retries_and_a_requeued_dead_letter_give_exactly_the_output_of_one_clean_run(
+    pipeline, lake, spark, settings, manifest
+):
+    ingest, shred_job = pipeline(manifest, max_retries=2, shred_can_recover=False)
+    Property.objects.create(
+        process=shred_job.steps.get(name="after"),
+        config_group="callable",
+        key="path",
+        value="tests.processes.jobs.test_spark_shred.broken_while_flagged",
+    )
+    factory = EventFactory(seed=21)
+    a_lines, a_events = factory.batch(
+        60, natural=0.1, synthetic=0.1, malformed=0.05, null_fingerprint=0.1
+    )
+    a_lines += [a_lines[0], line_of(factory.event() | {"contexts": "{not json"})]
+    b_lines, _ = factory.batch(40, repeat_from=a_events, repeat=0.25, synthetic=0.1)
+    b_lines.append(line_of(factory.event(event_id=a_events[1]["event_id"])))
+    land(lake, "a.tsv", a_lines)
+
+    # a: the shred writes its output and its manifest, then the next step fails; the retry
+    # shreds it again and fails again: a dead letter.
+    BROKEN[:] = [True]
+    failed = run(ingest, shred_job)
+    assert not failed.succeeded
+    retried = orchestrator.run_job(shred_job.pk)
+    assert not retried.succeeded and retried.target_batch_id == failed.target_batch_id
+    (dead,) = BatchConsumpQueue.objects.filter(process__name="shred_events")
+    assert dead.batch_state_id == BatchState.DISCARDED
+    # b comes and is delivered meanwhile.
+    BROKEN.clear()
+    land(lake, "b.tsv", b_lines)
+    delivered = run(ingest, shred_job)
+    assert delivered.succeeded
+    # The dead letter is requeued and its batch rebuilt.
+    queue.requeue(dead.pk)
+    rebuilt = orchestrator.run_job(shred_job.pk)
+    assert rebuilt.succeeded and rebuilt.target_batch_id == failed.target_batch_id
+    assert shred_counters(shred_job)["rows_out"] > 0
+
+    written = lake_tables(spark, settings, [failed.target_batch_id, delivered.target_batch_id])
+    expected = clean_run(spark, [lake / "a.tsv", lake / "b.tsv"], manifest)
+    for name, rows in expected.items():
+        assert rows, f"the clean run wrote no {name}: the scenario would prove nothing"
+        assertDataFrameEqual(written[name], rows)
+    assert_unique_ids(spark, settings)
+
+
+def assert_unique_ids(spark, settings) -> None:
+    """After a shred with every strategy on, an event id names exactly one event."""
+    events = spark.read.parquet(str(settings.BDRE_WAREHOUSE / "lake" / "events"))
+    assert events.count() == events.select("event_id").distinct().count()
 
 
 @pytest.mark.parametrize("manifest", ["database", "parquet"])
@@ -225,5 +313,86 @@ def test_unreadable_contexts_are_kept_with_their_reason_and_the_event_is_kept(
         "contexts",
         "{not json",
     )
+    # Where it came from, like a bad row.
+    assert row["source_file"] == (lake / "part-0001.tsv").as_uri()
+    assert row["line"] == line_of(broken)
     assert row["reason"].startswith("contexts is not a JSON object")
     assert HiveTable.objects.filter(dbname="lake", table_name="events_bad_entities").exists()
+
+
+def page_context(version: str, category: str) -> str:
+    return json.dumps(
+        {
+            "schema": CONTEXTS_SCHEMA,
+            "data": [
+                {"schema": f"iglu:com.acme/page/jsonschema/{version}", "data": {"c": category}}
+            ],
+        }
+    )
+
+
+def test_two_versions_of_one_model_land_in_its_table_and_a_new_model_in_another(
+    pipeline, lake, spark, settings
+):
+    ingest, shred_job = pipeline("none")
+    factory = EventFactory(seed=31)
+    events = [
+        factory.event(kind="page_view") | {"contexts": page_context(version, f"c{i}")}
+        for i, version in enumerate(["1-0-0", "1-0-1", "1-0-0", "2-0-0"])
+    ]
+    land(lake, "a.tsv", [line_of(e) for e in events])
+    outcome = run(ingest, shred_job)
+    assert outcome.succeeded, outcome.error
+    page = spark.read.parquet(str(settings.BDRE_WAREHOUSE / "lake" / "com_acme_page_1"))
+    assertDataFrameEqual(
+        page.select("root_id", "schema_version", "data"),
+        [
+            (events[i]["event_id"], v, f'{{"c":"c{i}"}}')
+            for i, v in enumerate(["1-0-0", "1-0-1", "1-0-0"])
+        ],
+    )
+    page_2 = spark.read.parquet(str(settings.BDRE_WAREHOUSE / "lake" / "com_acme_page_2"))
+    assert [(r["root_id"], r["schema_version"]) for r in page_2.collect()] == [
+        (events[3]["event_id"], "2-0-0")
+    ]
+
+
+def test_versions_of_one_model_in_two_batches_keep_both_batches(pipeline, lake, spark, settings):
+    ingest, shred_job = pipeline("none")
+    factory = EventFactory(seed=32)
+    old = factory.event(kind="page_view") | {"contexts": page_context("1-0-0", "old")}
+    new = factory.event(kind="page_view") | {"contexts": page_context("1-0-1", "new")}
+    land(lake, "a.tsv", [line_of(old)])
+    first = run(ingest, shred_job)
+    land(lake, "b.tsv", [line_of(new)])
+    second = run(ingest, shred_job)
+    page = spark.read.parquet(str(settings.BDRE_WAREHOUSE / "lake" / "com_acme_page_1"))
+    assertDataFrameEqual(
+        page.select("root_id", "schema_version", "batch_id"),
+        [
+            (old["event_id"], "1-0-0", first.target_batch_id),
+            (new["event_id"], "1-0-1", second.target_batch_id),
+        ],
+    )
+
+
+def test_a_clean_batch_leaves_readable_tables_for_the_next_sql_step(team, lake, spark, settings):
+    ingest, shred_job = shred_pipeline(
+        team.application,
+        lake,
+        manifest="none",
+        sql="SELECT e.event_id, count(b.line) AS bad FROM lake.events e "
+        "LEFT JOIN lake.events_bad b ON b.batch_id = e.batch_id "
+        "WHERE e.batch_id IN ({batch_ids}) GROUP BY e.event_id",
+    )
+    lines, events = EventFactory(seed=33).batch(5)
+    land(lake, "a.tsv", lines)
+    outcome = run(ingest, shred_job)
+    assert outcome.succeeded, outcome.error
+    for table in ("events_bad", "events_bad_entities"):
+        empty = spark.read.parquet(str(settings.BDRE_WAREHOUSE / "lake" / table))
+        assert empty.count() == 0 and "reason" in empty.columns
+    after = spark.read.parquet(str(settings.BDRE_WAREHOUSE / "lake" / "after"))
+    assert sorted((r["event_id"], r["bad"]) for r in after.collect()) == sorted(
+        (e["event_id"], 0) for e in events
+    )
