@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install test demo lint format migrate migrations clean
+.PHONY: install test test-fast demo lint format migrate migrations clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "BDRE needs Python 3.11 or newer")'
@@ -17,6 +17,13 @@ install: $(STAMP)
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The inner loop: every test that needs no Spark, Celery worker, browser, PostgreSQL or cluster
+# (the markers in pyproject.toml; docs/testing.md). `make test` stays the whole suite.
+FAST_TESTS := not spark and not worker and not browser and not postgres and not cluster
+
+test-fast: install
+	$(PY) -m pytest -m "$(FAST_TESTS)" $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import pytest
@@ -23,6 +24,57 @@ class Team:
     outsider: object
     other_group: Group
     other_application: BusDomain
+
+
+# What a test needs beyond Python and the test database, as markers (registered in
+# pyproject.toml; docs/testing.md): `make test-fast` deselects them all. A test gets the marker
+# of a fixture it uses, directly or through another fixture; a test that needs one of these
+# without its fixture carries the marker itself (`pytestmark`, or a decorator).
+MARKER_FIXTURES = {
+    "spark": {"spark"},  # the session's SparkSession
+    "worker": {"worker"},  # real Celery worker processes (tests/processes/test_tasks.py, ui)
+    "browser": {"browser"},  # Playwright's Chromium (tests/ui/test_browser.py)
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for marker, fixtures in MARKER_FIXTURES.items():
+            if used & fixtures and not item.get_closest_marker(marker):
+                item.add_marker(marker)
+
+
+def spark_is_running() -> bool:
+    """Whether this process has a SparkContext (never imports PySpark to find out)."""
+    pyspark = sys.modules.get("pyspark")
+    context = getattr(pyspark, "SparkContext", None)
+    return getattr(context, "_active_spark_context", None) is not None
+
+
+SPARK_BEFORE = pytest.StashKey[bool]()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.stash[SPARK_BEFORE] = spark_is_running()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    """A test that starts Spark in this process (the JVM: seconds, and a gigabyte) must be
+    marked `spark`, or `make test-fast` would start it."""
+    yield
+    if (
+        not item.stash.get(SPARK_BEFORE, True)
+        and spark_is_running()
+        and not item.get_closest_marker("spark")
+    ):
+        pytest.fail(
+            f"{item.nodeid} started a SparkSession but is not marked spark: use the spark "
+            "fixture, or mark it with pytest.mark.spark (docs/testing.md)",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(autouse=True)
