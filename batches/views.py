@@ -29,7 +29,9 @@ from lineage import graph as graphs
 from processes.models import Process
 
 ACTIONS = {
-    "requeue": "Put the batch back in the queue: the next run of the job claims it again.",
+    "requeue": "Put the batch back in the queue: the next run of the job takes it again. If "
+    "the run it failed in never succeeded, every failed row of that run comes back with it, "
+    "and the run's batch is rebuilt, replacing what its failed attempts wrote.",
     "discard": "Take the batch out of the queue for good: no run will claim it.",
 }
 
