@@ -16,7 +16,8 @@ app.autodiscover_tasks()
 def ensure_broker_folders() -> None:
     """The filesystem transport fails on missing folders; create them before any use."""
     options = app.conf.broker_transport_options or {}
-    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
+    keys = ("data_folder_in", "data_folder_out", "processed_folder", "control_folder")
+    for key in (*keys, "unacked_folder", "bad_folder"):
         folder = options.get(key)
         if folder:
             os.makedirs(folder, exist_ok=True)

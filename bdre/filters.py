@@ -2,12 +2,41 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
+from django.core.exceptions import ValidationError
+from django_filters import fields
 from django_filters import rest_framework as filters
 
 
-def date_range(field: str) -> filters.IsoDateTimeFromToRangeFilter:
+class UtcIsoDateTimeField(fields.IsoDateTimeField):
+    """An ISO 8601 time, turned to UTC: ISO 8601 allows an offset up to 23:59, PostgreSQL
+    refuses any past 15:59 (a DataError that broke the request's transaction)."""
+
+    def to_python(self, value):
+        moment = super().to_python(value)
+        if moment is None:
+            return None
+        try:
+            return moment.astimezone(UTC)
+        except OverflowError as exc:  # 0001-01-01T00:00+01:00 is in year 0 in UTC
+            raise ValidationError("A time from year 1 to 9999 (in UTC).", code="invalid") from exc
+
+
+class UtcIsoDateTimeRangeField(fields.RangeField):
+    widget = fields.DateRangeWidget
+
+    def __init__(self, *args, **kwargs):
+        super().__init__((UtcIsoDateTimeField(), UtcIsoDateTimeField()), *args, **kwargs)
+
+
+class DateRangeFilter(filters.IsoDateTimeFromToRangeFilter):
+    field_class = UtcIsoDateTimeRangeField
+
+
+def date_range(field: str) -> DateRangeFilter:
     """``<name>_after`` and ``<name>_before`` (ISO 8601, inclusive) on ``field``."""
-    return filters.IsoDateTimeFromToRangeFilter(
+    return DateRangeFilter(
         field_name=field, help_text=f"{field} range: <name>_after and <name>_before, ISO 8601"
     )
 

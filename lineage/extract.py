@@ -4,20 +4,26 @@ the tables' schemas), aggregates, window functions and unions.
 
 ``extract`` is pure (SQL and schemas in, edges out); ``record`` stores the result as shared
 nodes (one per table and per column, reused by every query and run) and the query's
-relations. A statement that cannot be parsed or resolved is kept with the reason."""
+relations. A statement that cannot be parsed or resolved is kept with the reason.
+
+Lineage never guesses: a statement over a table no schema knows, a ``SELECT *`` over a table
+known only from the columns earlier queries touched, or an ``INSERT`` whose columns cannot be
+matched to the target's gets a reason and no edges."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 import sqlglot
 from django.db import transaction
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
-from sqlglot.lineage import lineage as column_lineage
+from sqlglot.lineage import to_node
 from sqlglot.optimizer.qualify import qualify
+from sqlglot.optimizer.scope import build_scope, traverse_scope
+from sqlglot.schema import ensure_schema
 
 from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind, QueryKind
 
@@ -26,6 +32,8 @@ Schema = Mapping[str, Mapping[str, Mapping[str, str]]]
 
 DIALECTS = {QueryKind.SPARK_SQL: "spark", QueryKind.HIVE: "hive"}
 
+NOT_REGISTERED = "table {} is not registered"
+
 
 class LineageError(ValueError):
     """The statement cannot be parsed, or names a table or column no schema knows."""
@@ -33,6 +41,18 @@ class LineageError(ValueError):
     def __init__(self, message: str) -> None:
         # sqlglot underlines the culprit with terminal escapes: keep the text only.
         super().__init__(re.sub(r"\x1b\[[0-9;]*m", "", message))
+
+
+class StatementTooDeep(LineageError):
+    """sqlglot reads nested expressions recursively, and Python's stack ends around 45 levels
+    of parentheses: the statement has to be flattened for its lineage to be read."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the statement is nested too deeply for the lineage parser: flatten it, for "
+            "example by moving nested subqueries into WITH clauses, dropping redundant "
+            "parentheses, or splitting deeply nested function calls and NOTs"
+        )
 
 
 @dataclass(frozen=True, order=True)
@@ -48,6 +68,22 @@ class Extracted:
     columns: list[str]  # the output columns, in order
     sources: list[str]  # the tables read, "db.table", sorted
     edges: list[ColumnEdge] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Write:
+    """What a statement writes: its query, the target table, and how the query's outputs land
+    on the target's columns."""
+
+    query: exp.Query
+    target: str
+    # The target columns the statement names (an INSERT's column list, a CREATE's column
+    # definitions), or None.
+    columns: list[str] | None = None
+    # INSERT fills the target's columns in order whatever the aliases say (Spark and Hive).
+    by_position: bool = False
+    static_partitions: frozenset[str] = frozenset()
+    dynamic_partitions: tuple[str, ...] = ()
 
 
 def _table_name(table: exp.Table, default_db: str) -> str:
@@ -83,22 +119,132 @@ def _statement(sql: str, dialect: str) -> exp.Expression:
     return statements[0]
 
 
-def _query_and_target(
-    statement: exp.Expression, target: str | None, default_db: str
-) -> tuple[exp.Query, str]:
+def _partitions(table: exp.Table) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The partition columns given a value (``PARTITION (batch_id = 7)``) and those the query
+    fills (``PARTITION (batch_id)``)."""
+    static, dynamic = set(), []
+    partition = table.args.get("partition")
+    for spec in partition.expressions if partition else ():
+        if isinstance(spec, exp.EQ) and isinstance(spec.this, exp.Column):
+            static.add(spec.this.name.lower())
+        elif isinstance(spec, exp.Column):
+            dynamic.append(spec.name.lower())
+    return frozenset(static), tuple(dynamic)
+
+
+def _write(statement: exp.Expression, target: str | None, default_db: str) -> _Write:
     if isinstance(statement, exp.Insert | exp.Create):
-        table = statement.this
+        table, columns = statement.this, None
         if isinstance(table, exp.Schema):
+            columns = [c.name.lower() for c in table.expressions]
             table = table.this
         query = statement.expression
         if not isinstance(table, exp.Table) or not isinstance(query, exp.Query):
             raise LineageError("only INSERT ... SELECT and CREATE TABLE ... AS SELECT are read")
-        return query, _table_name(table, default_db)
+        with_ = statement.args.get("with_")
+        if with_ and not query.args.get("with_"):
+            # WITH ... INSERT INTO t SELECT ...: the CTEs belong to the query
+            query = query.copy()
+            query.set("with_", with_.copy())
+        if isinstance(statement, exp.Create):
+            return _Write(query, _table_name(table, default_db), columns)
+        static, dynamic = _partitions(table)
+        return _Write(
+            query,
+            _table_name(table, default_db),
+            columns,
+            by_position=columns is None and not statement.args.get("by_name"),
+            static_partitions=static,
+            dynamic_partitions=dynamic,
+        )
     if isinstance(statement, exp.Query):
         if target is None:
             raise LineageError("a SELECT needs the table it writes to")
-        return statement, target.lower()
+        # the step writes the result as a DataFrame: its columns are the query's aliases
+        return _Write(statement, target.lower())
     raise LineageError(f"{statement.key.upper()} statements carry no lineage")
+
+
+def _tables(schema: Schema) -> dict[str, list[str]]:
+    """``db.table`` -> its columns in order, as sqlglot matches them (case-insensitively)."""
+    return {
+        f"{db}.{table}".lower(): [c.lower() for c in columns]
+        for db, tables in schema.items()
+        for table, columns in tables.items()
+    }
+
+
+def _check_tables_known(
+    query: exp.Query, tables: Mapping[str, list[str]], partly: Collection[str], default_db: str
+) -> None:
+    """Refuse what sqlglot would otherwise guess: a table no schema knows (its ``*`` and its
+    columns are taken on trust), and a ``*`` over a table known only partly (it expands to the
+    columns known, not to the table's)."""
+    read = {
+        _table_name(t, default_db)
+        for t in query.find_all(exp.Table)
+        if t.name and not _is_cte(t, query)
+    }
+    unknown = sorted(read - tables.keys())
+    if len(unknown) == 1:
+        raise LineageError(
+            f"{NOT_REGISTERED.format(unknown[0])}: its columns could not be resolved"
+        )
+    if unknown:
+        raise LineageError(
+            f"tables {', '.join(unknown)} are not registered: their columns could not be resolved"
+        )
+    for scope in traverse_scope(query):
+        if not isinstance(scope.expression, exp.Select):
+            continue
+        for projection in scope.expression.selects:
+            if isinstance(projection, exp.Star):
+                starred = list(scope.sources.values())
+            elif isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
+                starred = [scope.sources.get(projection.table)]
+            else:
+                continue
+            for source in starred:
+                if isinstance(source, exp.Table):  # a CTE or a subquery is a Scope
+                    name = _table_name(source, default_db)
+                    if name in partly:
+                        raise LineageError(
+                            f"{NOT_REGISTERED.format(name)}: only the columns earlier queries "
+                            "touched are known, so its * cannot be expanded; register the "
+                            "table or name its columns"
+                        )
+
+
+def _target_columns(
+    write: _Write, outputs: int, tables: Mapping[str, list[str]], partly: Collection[str]
+) -> list[str] | None:
+    """The target column each output fills, in order; None when the outputs' own names are
+    the target's columns (a SELECT written as a DataFrame, CREATE ... AS SELECT)."""
+    known = None if write.target in partly else tables.get(write.target)
+    if write.columns is not None:
+        names = [*write.columns, *(p for p in write.dynamic_partitions if p not in write.columns)]
+        if known is not None:
+            missing = [n for n in names if n not in known and n not in write.dynamic_partitions]
+            if missing:
+                raise LineageError(f"{write.target} has no column {', '.join(missing)}")
+    elif write.by_position:
+        if known is None:
+            raise LineageError(
+                f"{NOT_REGISTERED.format(write.target)}: an INSERT without a column list "
+                "fills the table's columns in order, and only a registered table says which "
+                f"they are; name them (INSERT INTO {write.target} (a, b) SELECT ...) or "
+                "register the table"
+            )
+        partitions = write.static_partitions | set(write.dynamic_partitions)
+        names = [*(c for c in known if c not in partitions), *write.dynamic_partitions]
+    else:
+        return None
+    if len(names) != outputs:
+        raise LineageError(
+            f"the SELECT gives {outputs} columns and {write.target} takes {len(names)} "
+            f"({', '.join(names)})"
+        )
+    return names
 
 
 def extract(
@@ -108,20 +254,51 @@ def extract(
     target: str | None = None,
     dialect: str = "spark",
     default_db: str = "default",
+    partly_known: Collection[str] = (),
 ) -> Extracted:
     """The column lineage of one statement. ``target`` is the table a plain SELECT writes to
-    (a ``spark.sql`` step's output table); INSERT and CREATE ... AS name their own."""
-    query, target_table = _query_and_target(_statement(sql, dialect), target, default_db)
+    (a ``spark.sql`` step's output table); INSERT and CREATE ... AS name their own.
+    ``partly_known`` names the ``db.table`` of ``schema`` whose columns are only those earlier
+    queries touched (no registered schema): their columns are trusted, their ``*`` is not.
+
+    An INSERT maps its outputs onto its column list when it has one, else by position onto
+    the target's registered columns (less the partitions given a value)."""
+    try:
+        return _extract(sql, schema, target, dialect, default_db, frozenset(partly_known))
+    except RecursionError:
+        raise StatementTooDeep() from None
+
+
+def _extract(
+    sql: str,
+    schema: Schema,
+    target: str | None,
+    dialect: str,
+    default_db: str,
+    partly: frozenset[str],
+) -> Extracted:
+    write = _write(_statement(sql, dialect), target, default_db)
+    tables = _tables(schema)
+    _check_tables_known(write.query, tables, partly, default_db)
     try:
         qualified = qualify(
-            query.copy(),
+            write.query.copy(),
             schema=schema,
             dialect=dialect,
             db=default_db,
             validate_qualify_columns=True,
         )
     except SqlglotError as exc:
-        raise LineageError(f"cannot resolve the columns: {exc}") from exc
+        seen_only = sorted(
+            {_table_name(t, default_db) for t in write.query.find_all(exp.Table)} & partly
+        )
+        hint = (
+            f" ({NOT_REGISTERED.format(', '.join(seen_only))}: only the columns earlier "
+            "queries touched are known)"
+            if seen_only
+            else ""
+        )
+        raise LineageError(f"cannot resolve the columns: {exc}{hint}") from exc
     sources = sorted(
         {
             _table_name(t, default_db)
@@ -129,24 +306,32 @@ def extract(
             if t.name and not _is_cte(t, qualified)
         }
     )
-    columns = list(qualified.named_selects)
+    outputs = list(qualified.named_selects)
+    columns = _target_columns(write, len(outputs), tables, partly) or outputs
+    scope = build_scope(qualified)
+    if scope is None:
+        raise LineageError("cannot trace a statement that is not a query")
+    sqlglot_schema = ensure_schema(schema, dialect=dialect)
+    cache: dict = {}
     edges: set[ColumnEdge] = set()
-    for column in columns:
+    for index, column in enumerate(columns):
         try:
-            root = column_lineage(column, qualified, schema=schema, dialect=dialect)
-        except SqlglotError as exc:
+            # by position, so that two outputs with one name each keep their own lineage
+            root = to_node(index, scope, dialect, schema=sqlglot_schema, _cache=cache)
+        except (SqlglotError, ValueError) as exc:
             raise LineageError(f"cannot trace {column}: {exc}") from exc
         functions: set[str] = set()
         leaves = []
         for node in root.walk():
             if node.downstream:
                 functions |= _functions(node.expression, dialect)
-            elif isinstance(node.source, exp.Table):
+            elif isinstance(node.source, exp.Table) and node.source.name:
+                # a table function (range(10)) has no name: its columns read no table
                 leaves.append((node.source, node.name.rsplit(".", 1)[-1]))
         for table, name in leaves:
             source = f"{_table_name(table, default_db)}.{name.strip(chr(34)).lower()}"
-            edges.add(ColumnEdge(source, f"{target_table}.{column}", tuple(sorted(functions))))
-    return Extracted(target_table, columns, sources, sorted(edges))
+            edges.add(ColumnEdge(source, f"{write.target}.{column}", tuple(sorted(functions))))
+    return Extracted(write.target, columns, sources, sorted(edges))
 
 
 def _is_cte(table: exp.Table, query: exp.Expression) -> bool:
@@ -215,13 +400,23 @@ def record(query: LineageQuery, extracted: Extracted) -> list[LineageRelation]:
 
 
 def record_query(
-    query: LineageQuery, *, schema: Schema, target: str | None = None
+    query: LineageQuery,
+    *,
+    schema: Schema,
+    target: str | None = None,
+    partly_known: Collection[str] = (),
 ) -> Extracted | None:
     """Extract and store a query's lineage; on failure keep the reason on the query (the
     step that ran it carries on)."""
     dialect = DIALECTS.get(QueryKind(query.query_type_id), "spark")
     try:
-        extracted = extract(query.query_string, schema=schema, target=target, dialect=dialect)
+        extracted = extract(
+            query.query_string,
+            schema=schema,
+            target=target,
+            dialect=dialect,
+            partly_known=partly_known,
+        )
     except LineageError as exc:
         query.parse_error = str(exc)[:2000]
         query.save(update_fields=["parse_error"])
@@ -254,30 +449,62 @@ def struct_columns(ddl: str) -> dict[str, str]:
     return columns
 
 
-def known_schema(tables, nodes) -> dict[str, dict[str, dict[str, str]]]:
+@dataclass(frozen=True)
+class KnownSchema:
+    schema: dict[str, dict[str, dict[str, str]]]
+    # db.table known only from the column nodes of earlier queries: maybe not all its columns
+    partly: frozenset[str]
+
+
+def known_schema(tables, nodes) -> KnownSchema:
     """``{db: {table: {column: type}}}`` from registered tables (``HiveTable`` querysets: their
-    DDL) and from table nodes with their column nodes; a registered table's types win."""
+    DDL) and from table nodes with their column nodes; a registered table's types win, and a
+    table known only from nodes is known partly."""
     schema: dict[str, dict[str, dict[str, str]]] = {}
     for table_node, column in (
         LineageNode.objects.filter(container_node__in=nodes.filter(container_node__isnull=True))
+        .exclude(display_name="*")  # left by queries read before lineage stopped guessing
         .order_by("container_node_id", "node_order", "id")
         .values_list("container_node__qualified_name", "display_name")
     ):
         database, _, table = table_node.rpartition(".")
         schema.setdefault(database or "default", {}).setdefault(table, {})[column] = "string"
+    partly = {f"{db}.{table}" for db, known in schema.items() for table in known}
     for dbname, table_name, ddl in tables.values_list("dbname", "table_name", "ddl"):
         columns = struct_columns(ddl)
         if columns:
             schema.setdefault(dbname.lower(), {})[table_name.lower()] = columns
-    return schema
+            partly.discard(f"{dbname}.{table_name}".lower())
+    return KnownSchema(schema, frozenset(partly))
 
 
 @transaction.atomic
 def register_query(
-    sql: str, *, kind: QueryKind, process, schema: Schema, target: str | None = None
+    sql: str,
+    *,
+    kind: QueryKind,
+    process,
+    schema: Schema,
+    target: str | None = None,
+    partly_known: Collection[str] = (),
 ) -> LineageQuery:
     """Keep a query (one run by a tool BDRE does not drive, say) and record its lineage; a
-    query that cannot be read is kept with the reason."""
-    query = LineageQuery.objects.create(query_string=sql, query_type_id=kind, process=process)
-    record_query(query, schema=schema, target=target)
+    query that cannot be read is kept with the reason. A statement nested too deeply raises
+    ``StatementTooDeep`` and nothing is kept: its author has to flatten it."""
+    dialect = DIALECTS.get(kind, "spark")
+    try:
+        extracted = extract(
+            sql, schema=schema, target=target, dialect=dialect, partly_known=partly_known
+        )
+    except StatementTooDeep:
+        raise
+    except LineageError as exc:
+        extracted, reason = None, str(exc)[:2000]
+    else:
+        reason = ""
+    query = LineageQuery.objects.create(
+        query_string=sql, query_type_id=kind, process=process, parse_error=reason
+    )
+    if extracted is not None:
+        record(query, extracted)
     return query

@@ -69,7 +69,9 @@ class RegisterQueryInput(serializers.Serializer):
 
 class LineageNodeSerializer(serializers.ModelSerializer):
     kind = serializers.SerializerMethodField()
-    container = serializers.PrimaryKeyRelatedField(source="container_node", read_only=True)
+    container = serializers.PrimaryKeyRelatedField(
+        source="container_node", read_only=True, allow_null=True, help_text="null for a table"
+    )
 
     class Meta:
         model = LineageNode

@@ -157,6 +157,7 @@ STEP_FIELDS = {
     "batch_cut_pattern": "batch_cut_pattern",
     "enqueuing_processes": "upstream",
     "next_processes": "after",
+    "properties": "properties",
 }
 JOB_FIELDS = {"name": "name", "process_type": "job_type", "max_retries": "max_retries"}
 

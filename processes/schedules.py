@@ -148,7 +148,16 @@ def _set_enabled(job_id: int, enabled: bool) -> Schedule:
     job = _job(job_id)
     task = PeriodicTask.objects.filter(name=task_name(job.pk)).first()
     if task is None:
-        raise ValidationError({"schedule": f"{job.name} has no timed schedule"})
+        verb = "resume" if enabled else "pause"
+        upstream = (
+            " (it runs when an upstream job queues a batch)" if runs_on_upstream(job.pk) else ""
+        )
+        raise ValidationError(
+            {
+                "schedule": f"{job.name} has no timed schedule to {verb}{upstream}: give it a "
+                "cron expression or an interval first."
+            }
+        )
     task.enabled = enabled
     task.save(update_fields=["enabled"])  # save() so Beat sees the change
     return schedule_of(job.pk)

@@ -146,6 +146,8 @@ def job_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
             messages.success(request, f"The schedule of {job.name} runs again.")
     except BdreError as exc:
         messages.error(request, f"{exc.message} (error {exc.code})")
+    except ValidationError as exc:  # pausing a job without a timed schedule, say
+        messages.error(request, " ".join(exc.messages))
     return redirect("ui-job", pk=job.pk)
 
 

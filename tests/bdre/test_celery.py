@@ -18,7 +18,8 @@ def test_celery_reads_the_broker_from_settings():
 def test_filesystem_broker_folders_exist():
     if not settings.CELERY_BROKER_URL.startswith("filesystem://"):
         return
-    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
+    folders = ("data_folder_in", "data_folder_out", "processed_folder", "control_folder")
+    for key in (*folders, "unacked_folder", "bad_folder"):
         assert Path(app.conf.broker_transport_options[key]).is_dir()
 
 

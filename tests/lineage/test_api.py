@@ -53,11 +53,101 @@ def test_a_developer_registers_a_query_and_gets_its_lineage(team, setup):
 
 
 def test_an_insert_names_its_own_target_and_hive_is_read(team, setup):
-    sql = "INSERT OVERWRITE TABLE lake.copy SELECT id, amount FROM lake.orders"
+    sql = "INSERT INTO TABLE lake.copy (id, amount) SELECT id, amount FROM lake.orders"
     answer = register(team.developer, setup["step"], sql, dialect="hive")
     assert answer.status_code == 201
     assert answer.json()["dialect"] == "hive"
     assert LineageNode.objects.filter(qualified_name="lake.copy.amount").exists()
+
+
+def relations_of(user, answer) -> set[tuple[str, str]]:
+    rows = api_as(user).get(f"/api/v1/lineage/queries/{answer.json()['id']}/relations/")
+    return {(r["source"], r["target"]) for r in rows.json()}
+
+
+def test_insert_with_a_column_list_maps_by_the_list_not_the_aliases(team, setup):
+    sql = """INSERT INTO lake.pairs (a, b)
+             SELECT id AS b, amount AS a FROM lake.orders"""
+    answer = register(team.developer, setup["step"], sql)
+    assert answer.status_code == 201 and answer.json()["parse_error"] == ""
+    assert relations_of(team.viewer, answer) == {
+        ("lake.orders", "lake.pairs"),
+        ("lake.orders.id", "lake.pairs.a"),
+        ("lake.orders.amount", "lake.pairs.b"),
+    }
+
+
+def test_insert_without_a_column_list_fills_a_registered_tables_columns_by_position(team, setup):
+    HiveTable.objects.create(
+        dbname="lake",
+        table_name="pairs",
+        ddl="struct<a:int,b:double>",
+        bus_domain=team.application,
+    )
+    sql = "INSERT INTO lake.pairs SELECT id AS b, amount AS a FROM lake.orders"
+    answer = register(team.developer, setup["step"], sql)
+    assert answer.json()["parse_error"] == ""
+    assert relations_of(team.viewer, answer) == {
+        ("lake.orders", "lake.pairs"),
+        ("lake.orders.id", "lake.pairs.a"),
+        ("lake.orders.amount", "lake.pairs.b"),
+    }
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM lake.unknown",
+        "SELECT o.id, u.name FROM lake.orders o JOIN lake.unknown u ON o.id = u.id",
+    ],
+)
+def test_a_query_over_an_unregistered_table_is_kept_with_the_reason_and_no_edges(team, setup, sql):
+    answer = register(team.developer, setup["step"], sql, target_table="lake.out")
+    assert answer.status_code == 201
+    assert answer.json()["parse_error"].startswith("table lake.unknown is not registered")
+    assert answer.json()["relation_count"] == 0
+    assert not LineageNode.objects.filter(qualified_name__startswith="lake.unknown").exists()
+    assert not LineageNode.objects.filter(qualified_name__startswith="lake.out").exists()
+
+
+def test_another_teams_table_is_not_registered_for_this_query(team, setup):
+    HiveTable.objects.create(
+        dbname="their", table_name="secret", ddl="struct<x:int>", bus_domain=team.other_application
+    )
+    answer = register(
+        team.developer, setup["step"], "SELECT x FROM their.secret", target_table="lake.out"
+    )
+    assert answer.json()["parse_error"].startswith("table their.secret is not registered")
+
+
+def test_a_table_known_only_from_earlier_queries_is_not_guessed_at(team, setup):
+    # lake.totals is not registered: lineage knows the two columns a query wrote, no more
+    register(team.developer, setup["step"], SQL, target_table="lake.totals")
+    star = register(
+        team.developer, setup["step"], "SELECT * FROM lake.totals", target_table="lake.copy"
+    )
+    assert star.json()["parse_error"].startswith("table lake.totals is not registered")
+    assert star.json()["relation_count"] == 0
+    insert = register(
+        team.developer, setup["step"], "INSERT INTO lake.totals SELECT id, amount FROM lake.orders"
+    )
+    assert "table lake.totals is not registered: an INSERT" in insert.json()["parse_error"]
+    named = register(
+        team.developer, setup["step"], "SELECT total FROM lake.totals", target_table="lake.copy"
+    )
+    assert relations_of(team.viewer, named) == {
+        ("lake.totals", "lake.copy"),
+        ("lake.totals.total", "lake.copy.total"),
+    }
+
+
+def test_a_statement_nested_too_deeply_is_a_400_saying_what_to_fix(team, setup):
+    sql = "SELECT " + "(" * 150 + "amount" + ")" * 150 + " AS a FROM lake.orders"
+    answer = register(team.developer, setup["step"], sql, target_table="lake.out")
+    assert answer.status_code == 400
+    message = answer.json()["query_string"][0]
+    assert "nested too deeply" in message and "WITH" in message
+    assert not LineageQuery.objects.exists()
 
 
 def test_a_query_that_cannot_be_read_is_kept_with_the_reason(team, setup):

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from lineage.extract import ColumnEdge, LineageError, extract, record, record_query
+from lineage.extract import (
+    ColumnEdge,
+    LineageError,
+    StatementTooDeep,
+    extract,
+    record,
+    record_query,
+)
 from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind, QueryKind
 
 SCHEMA = {
@@ -12,6 +19,8 @@ SCHEMA = {
         "orders": {"id": "int", "customer_id": "int", "amount": "double", "ts": "timestamp"},
         "customers": {"id": "int", "name": "string", "country": "string"},
         "refunds": {"order_id": "int", "amount": "double"},
+        # partitioned by batch_id, which Spark lists last
+        "daily": {"day": "date", "amount": "double", "batch_id": "bigint"},
     }
 }
 
@@ -82,14 +91,139 @@ def test_a_window_function_depends_on_its_partition_and_order():
 
 
 def test_insert_overwrite_partition_names_its_own_target():
+    # by position onto lake.daily's columns, but for the partition given a value
     sql = """INSERT OVERWRITE TABLE lake.daily PARTITION (batch_id = 7)
-             SELECT to_date(ts) AS day, amount FROM lake.orders"""
+             SELECT to_date(ts) AS d, amount AS a FROM lake.orders"""
     result = extract(sql, schema=SCHEMA)
     assert result.target == "lake.daily"
     assert {(e.source, e.target, e.functions) for e in result.edges} == {
         ("lake.orders.ts", "lake.daily.day", ("TO_DATE",)),
         ("lake.orders.amount", "lake.daily.amount", ()),
     }
+
+
+def test_insert_with_a_column_list_maps_by_the_list_not_the_aliases():
+    sql = """INSERT INTO lake.daily (amount, day)
+             SELECT to_date(ts) AS amount, amount AS day FROM lake.orders"""
+    result = extract(sql, schema=SCHEMA)
+    assert result.columns == ["amount", "day"]
+    assert {(e.source, e.target, e.functions) for e in result.edges} == {
+        ("lake.orders.ts", "lake.daily.amount", ("TO_DATE",)),
+        ("lake.orders.amount", "lake.daily.day", ()),
+    }
+
+
+def test_insert_without_a_column_list_fills_the_targets_columns_by_position():
+    sql = """INSERT INTO lake.daily
+             SELECT to_date(ts) AS amount, amount AS day, 7 AS b FROM lake.orders"""
+    result = extract(sql, schema=SCHEMA)
+    assert result.columns == ["day", "amount", "batch_id"]
+    assert {(e.source, e.target) for e in result.edges} == {
+        ("lake.orders.ts", "lake.daily.day"),
+        ("lake.orders.amount", "lake.daily.amount"),
+    }
+
+
+def test_two_outputs_with_one_name_each_fill_their_own_column_by_position():
+    sql = "INSERT INTO lake.customers SELECT id, amount AS x, ts AS x FROM lake.orders"
+    assert {(e.source, e.target) for e in extract(sql, schema=SCHEMA).edges} == {
+        ("lake.orders.id", "lake.customers.id"),
+        ("lake.orders.amount", "lake.customers.name"),
+        ("lake.orders.ts", "lake.customers.country"),
+    }
+
+
+def test_a_dynamic_partition_is_filled_by_the_last_output():
+    sql = """INSERT OVERWRITE TABLE lake.daily PARTITION (batch_id)
+             SELECT id, to_date(ts), amount FROM lake.orders"""
+    assert {(e.source, e.target) for e in extract(sql, schema=SCHEMA).edges} == {
+        ("lake.orders.id", "lake.daily.day"),
+        ("lake.orders.ts", "lake.daily.amount"),
+        ("lake.orders.amount", "lake.daily.batch_id"),
+    }
+
+
+def test_a_with_before_the_insert_is_read():
+    sql = """WITH big AS (SELECT amount FROM lake.orders WHERE amount > 10)
+             INSERT INTO lake.refunds (amount, order_id) SELECT amount, 1 FROM big"""
+    assert edges(sql, None) == {("lake.orders.amount", "lake.refunds.amount", ())}
+
+
+@pytest.mark.parametrize(
+    ("sql", "reason"),
+    [
+        (
+            "INSERT INTO lake.copy SELECT id, amount FROM lake.orders",
+            "table lake.copy is not registered: an INSERT without a column list",
+        ),
+        (
+            "INSERT INTO lake.daily SELECT ts, amount FROM lake.orders",
+            r"the SELECT gives 2 columns and lake.daily takes 3 \(day, amount, batch_id\)",
+        ),
+        (
+            "INSERT INTO lake.daily (day) SELECT ts, amount FROM lake.orders",
+            r"the SELECT gives 2 columns and lake.daily takes 1 \(day\)",
+        ),
+        (
+            "INSERT INTO lake.daily (day, nope) SELECT ts, amount FROM lake.orders",
+            "lake.daily has no column nope",
+        ),
+    ],
+)
+def test_an_insert_whose_columns_cannot_be_matched_says_why(sql, reason):
+    with pytest.raises(LineageError, match=reason):
+        extract(sql, schema=SCHEMA)
+
+
+@pytest.mark.parametrize(
+    ("sql", "reason"),
+    [
+        ("SELECT * FROM lake.unknown", "table lake.unknown is not registered"),
+        ("SELECT a FROM unknown", "table default.unknown is not registered"),
+        (
+            "SELECT o.id, x.a FROM lake.orders o JOIN lake.unknown x ON o.id = x.id",
+            "table lake.unknown is not registered",
+        ),
+        (
+            "SELECT id FROM lake.orders WHERE id IN (SELECT y FROM lake.unknown)",
+            "table lake.unknown is not registered",
+        ),
+    ],
+)
+def test_a_table_no_schema_knows_makes_no_guessed_edges(sql, reason):
+    with pytest.raises(LineageError, match=reason):
+        extract(sql, schema=SCHEMA, target="lake.out")
+
+
+# lineage saw two of lake.seen's columns, no schema registers it: more may exist
+SEEN = {"lake": {**SCHEMA["lake"], "seen": {"a": "string", "b": "string"}}}
+
+
+def test_the_columns_seen_of_a_table_known_only_partly_are_traced():
+    traced = extract(
+        "SELECT a FROM lake.seen", schema=SEEN, target="lake.out", partly_known={"lake.seen"}
+    )
+    assert [(e.source, e.target) for e in traced.edges] == [("lake.seen.a", "lake.out.a")]
+
+
+@pytest.mark.parametrize(
+    ("sql", "reason"),
+    [
+        ("SELECT * FROM lake.seen", r"^table lake\.seen is not registered: .* its \* cannot"),
+        (
+            "SELECT o.id, s.* FROM lake.orders o, lake.seen s",
+            r"^table lake\.seen is not registered",
+        ),
+        ("SELECT c FROM lake.seen", r"could not be resolved.*table lake\.seen is not registered"),
+        (
+            "INSERT INTO lake.seen SELECT id, amount FROM lake.orders",
+            r"^table lake\.seen is not registered: an INSERT without a column list",
+        ),
+    ],
+)
+def test_a_table_known_only_partly_makes_no_guessed_edges(sql, reason):
+    with pytest.raises(LineageError, match=reason):
+        extract(sql, schema=SEEN, target="lake.out", partly_known={"lake.seen"})
 
 
 def test_a_union_takes_both_branches():
@@ -158,6 +292,29 @@ def test_a_query_that_cannot_be_parsed_is_kept_with_the_reason():
     query.refresh_from_db()
     assert query.parse_error.startswith("cannot parse")
     assert "\x1b" not in query.parse_error
+    assert not query.relations.exists()
+
+
+def deeply_nested(levels: int = 120) -> str:
+    return "SELECT " + "(" * levels + "amount" + ")" * levels + " AS a FROM lake.orders"
+
+
+def test_a_statement_nested_too_deeply_says_what_to_fix():
+    with pytest.raises(StatementTooDeep, match=r"nested too deeply.*WITH"):
+        extract(deeply_nested(), schema=SCHEMA, target="lake.out")
+
+
+@pytest.mark.django_db
+def test_a_spark_sql_step_keeps_a_statement_nested_too_deeply_with_the_reason_and_runs_on():
+    from processes.jobs.spark_sql import trace_lineage
+
+    query = LineageQuery.objects.create(
+        query_string=deeply_nested(), query_type_id=QueryKind.SPARK_SQL
+    )
+    # no registered tables: the schemas are not read, so no Spark session is needed
+    trace_lineage(None, query, [], "lake.out")
+    query.refresh_from_db()
+    assert query.parse_error.startswith("the statement is nested too deeply")
     assert not query.relations.exists()
 
 

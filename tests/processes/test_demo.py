@@ -65,6 +65,9 @@ def test_generated_landing_files_have_duplicates_bad_lines_and_a_file_in_flight(
     assert not list(tmp_path.glob("_*"))  # written under a temporary name, then renamed
 
 
+# The demo's embedded worker runs the pipeline's Spark steps; no fixture of the test says so.
+@pytest.mark.worker
+@pytest.mark.spark
 def test_make_demo_runs_the_pipeline_on_the_embedded_worker(tmp_path):
     """The non-interactive part of `make demo`, from an empty var folder: migrate, set up,
     let the embedded worker's schedule run the pipeline, print the summary."""
@@ -98,4 +101,11 @@ def test_make_demo_runs_the_pipeline_on_the_embedded_worker(tmp_path):
     )
     assert counts["bad rows"] > 0 and counts["duplicates, in batch natural"] > 0
     assert counts["duplicates, cross batch natural"] > 0
+    assert counts["duplicates, cross batch synthetic"] > 0
+    # The summary says how the numbers add up, with its own numbers.
+    adds_up = (
+        f"{counts['events in']} = {counts['events out']} + {counts['bad rows']} + "
+        f"{counts['duplicates, in batch natural']} + {counts['duplicates, cross batch natural']}"
+    )
+    assert adds_up in out and "kept in events out under new ids" in out
     assert "default.daily_page_views" in out and "default.atomic_events" in out
