@@ -1,7 +1,8 @@
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
 
+from batches import queue
 from batches.models import (
     ArchiveConsumpQueue,
     Batch,
@@ -12,8 +13,10 @@ from batches.models import (
     File,
     HiveTable,
     ScanState,
+    TableShare,
 )
 from bdre.admin import MasterTableAdmin, ReadOnlyAdmin, ScopedAdmin
+from bdre.errors import BdreError
 
 admin.site.register(BatchStatus, MasterTableAdmin)
 
@@ -34,7 +37,9 @@ QUEUE_RAW_IDS = ("source_batch", "target_batch", "source_process", "process", "c
 
 
 @admin.register(Batch)
-class BatchAdmin(ScopedAdmin):
+class BatchAdmin(ReadOnlyAdmin, ScopedAdmin):
+    """Batches are made by runs and file registration only."""
+
     list_display = ("id", "batch_type", "bus_domain", "source_instance_exec", "created_ts")
     list_filter = ("batch_type", "bus_domain")
     search_fields = ("=id",)
@@ -42,16 +47,43 @@ class BatchAdmin(ScopedAdmin):
 
 
 @admin.register(BatchConsumpQueue)
-class BatchConsumpQueueAdmin(ScopedAdmin):
+class BatchConsumpQueueAdmin(ReadOnlyAdmin, ScopedAdmin):
+    """Rows change state through the queue service only (its actions here, as in the API and
+    the queue page), with the same checks: an edited state would bypass them (a requeue of
+    a row a running job holds)."""
+
     list_display = QUEUE_COLUMNS
     list_filter = ("batch_state", "process")
     search_fields = ("process__name", "batch_marking", "=source_batch__id", "last_error")
     list_select_related = ("process", "source_process", "batch_state")
     raw_id_fields = QUEUE_RAW_IDS
+    actions = ("requeue", "discard")
+
+    def _each_row(self, request, queryset, verb: str, call) -> None:
+        done = []
+        for pk in queryset.values_list("pk", flat=True):
+            try:
+                call(pk)
+                done.append(str(pk))
+            except BdreError as exc:
+                self.message_user(request, f"row {pk}: {exc.message}", messages.ERROR)
+        if done:
+            self.message_user(request, f"{verb}: rows {', '.join(done)}", messages.SUCCESS)
+
+    @admin.action(description="Requeue the selected failed or discarded rows")
+    def requeue(self, request, queryset) -> None:
+        self._each_row(request, queryset, "Requeued", lambda pk: queue.requeue(pk))
+
+    @admin.action(description="Discard the selected new or failed rows")
+    def discard(self, request, queryset) -> None:
+        reason = f"discarded by {request.user} in the admin"
+        self._each_row(request, queryset, "Discarded", lambda pk: queue.discard(pk, reason))
 
 
 @admin.register(ArchiveConsumpQueue)
-class ArchiveConsumpQueueAdmin(ScopedAdmin):
+class ArchiveConsumpQueueAdmin(ReadOnlyAdmin, ScopedAdmin):
+    """The record of work done, written by the archiver only."""
+
     list_display = (*QUEUE_COLUMNS, "archived_ts")
     list_filter = ("batch_state", "process")
     search_fields = ("process__name", "batch_marking", "=source_batch__id")
@@ -70,9 +102,30 @@ class FileAdmin(ScopedAdmin):
 
 @admin.register(HiveTable)
 class HiveTableAdmin(ScopedAdmin):
-    list_display = ("dbname", "table_name", "type", "location_type", "location", "bus_domain")
-    list_filter = ("type", "location_type", "dbname", "bus_domain")
+    list_display = (
+        "dbname",
+        "table_name",
+        "team",
+        "type",
+        "location_type",
+        "location",
+        "bus_domain",
+    )
+    list_filter = ("type", "location_type", "dbname", "team", "bus_domain")
     search_fields = ("dbname", "table_name", "location", "comments")
+    # The owner and the folder decide who reads and writes the table (batches.tables): set
+    # by the steps that write it, never by hand.
+    readonly_fields = ("team", "location")
+
+
+@admin.register(TableShare)
+class TableShareAdmin(ScopedAdmin):
+    """Read-only grants of a team's table to another team (batches.tables.share)."""
+
+    list_display = ("table", "team", "created_by", "created_ts")
+    list_filter = ("team",)
+    search_fields = ("table__dbname", "table__table_name")
+    raw_id_fields = ("table",)
 
 
 @admin.register(EtlDriver)

@@ -1,17 +1,25 @@
-"""REST: batches, the queue (requeue, discard), the archive and files (register)."""
+"""REST: batches, the queue (requeue, discard), the archive, files (register), tables and
+their shares."""
 
 from __future__ import annotations
 
-from django.db.models import Count
+from django.db.models import Count, Q
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from batches import queue
+from batches import queue, tables
 from batches.filters import ArchiveFilter, BatchFilter, FileFilter, QueueFilter
-from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, File
+from batches.models import (
+    ArchiveConsumpQueue,
+    Batch,
+    BatchConsumpQueue,
+    File,
+    HiveTable,
+    TableShare,
+)
 from batches.serializers import (
     ArchiveRowSerializer,
     BatchSerializer,
@@ -20,9 +28,11 @@ from batches.serializers import (
     QueueRowSerializer,
     RegisteredSerializer,
     RegisterFileInput,
+    TableSerializer,
+    TableShareSerializer,
 )
-from bdre.access import Role, scope
-from bdre.api import ErrorSerializer, acting_on
+from bdre.access import Role, scope, teams
+from bdre.api import ErrorSerializer, ScopedViewSet, acting_on
 from bdre.errors import Code
 from bdre.ids import ID_REGEX
 from processes.models import Process, Server
@@ -149,3 +159,51 @@ class FileViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
             "queued": QueueRowSerializer(rows.select_related("batch_state"), many=True).data,
         }
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class TableViewSet(viewsets.ReadOnlyModelViewSet):
+    """Registered tables the user's teams may read: their own, and other teams' tables
+    shared with them (``shared``: true, read-only). Steps resolve names the same way
+    (``batches.tables``)."""
+
+    lookup_value_regex = ID_REGEX  # anything else is a 404, never a 500
+    serializer_class = TableSerializer
+    filterset_fields = ("team", "dbname", "table_name")
+    ordering_fields = ("id", "dbname", "table_name")
+
+    def get_queryset(self):
+        user = self.request.user
+        own = scope(user, HiveTable.objects.all()).values("pk")
+        shared = HiveTable.objects.filter(shares__team__in=teams(user)).values("pk")
+        visible = HiveTable.objects.filter(Q(pk__in=own) | Q(pk__in=shared))
+        return visible.order_by("dbname", "table_name", "id")
+
+    def get_serializer_context(self) -> dict:
+        own = set(teams(self.request.user).values_list("pk", flat=True))
+        return {**super().get_serializer_context(), "own_team_ids": own}
+
+
+class TableShareViewSet(ScopedViewSet):
+    """Shares of the tables of the user's teams: an admin of a table's team lets another
+    team's steps read it (POST ``{"table": id, "team": id}``) and stops it (DELETE). A share
+    is read-only: no step ever writes another team's table."""
+
+    serializer_class = TableShareSerializer
+    filterset_fields = ("table", "team")
+    ordering_fields = ("id", "created_ts")
+    http_method_names = ["get", "post", "delete", "head", "options"]
+    write_role = Role.ADMIN
+    delete_role = Role.ADMIN
+
+    def base_queryset(self):
+        return TableShare.objects.select_related("table").order_by("id")
+
+    def owner_team(self, data: dict):
+        return data["table"].team
+
+    def perform_create(self, serializer: TableShareSerializer) -> None:
+        data = serializer.validated_data
+        serializer.instance = tables.share(self.request.user, data["table"], data["team"])
+
+    def perform_destroy(self, instance: TableShare) -> None:
+        tables.unshare(self.request.user, instance)

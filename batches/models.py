@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.contrib.auth.models import Group
 from django.db import models
 from django.db.models import Q
 
@@ -219,21 +221,60 @@ class HiveTable(models.Model):
     batch_id_partition_col = models.CharField(max_length=128, blank=True)
     ddl = models.TextField(blank=True)
     comments = models.TextField(blank=True)
+    # The application whose step last wrote it: a record of who wrote, not of who owns.
     bus_domain = models.ForeignKey(
         "processes.BusDomain", on_delete=models.PROTECT, related_name="tables"
     )
+    # The owner (docs/security.md, "Tables belong to a team"). The team, not the application:
+    # the team is the boundary, its applications share its tables, and an application moved
+    # to another team leaves its tables (and their folders) with the team that wrote them.
+    team = models.ForeignKey(Group, on_delete=models.PROTECT, related_name="tables")
 
-    team_lookup = "bus_domain__team"
+    team_lookup = "team"
 
     class Meta:
         verbose_name = "table"
         ordering = ["dbname", "table_name"]
         constraints = [
-            models.UniqueConstraint(fields=["dbname", "table_name"], name="table_unique_name"),
+            models.UniqueConstraint(
+                fields=["team", "dbname", "table_name"], name="table_unique_name_per_team"
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.dbname}.{self.table_name}"
+
+    def save(self, *args, **kwargs) -> None:
+        # A table registered without an owner belongs to its application's team.
+        if self.team_id is None and self.bus_domain_id is not None:
+            self.team_id = self.bus_domain.team_id
+        super().save(*args, **kwargs)
+
+
+class TableShare(models.Model):
+    """``table`` readable by the steps of ``team``: read-only, the only kind of share there
+    is (no step ever writes another team's table). Granted and revoked by an admin of the
+    table's team (``batches.tables.share``, ``unshare``)."""
+
+    table = models.ForeignKey(HiveTable, on_delete=models.CASCADE, related_name="shares")
+    team = models.ForeignKey(Group, on_delete=models.CASCADE, related_name="shared_tables")
+    created_ts = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    # Seen and managed by the owning team; the team shared with sees the table, not the row.
+    team_lookup = "table__team"
+
+    class Meta:
+        verbose_name = "table share"
+        ordering = ["table_id", "team_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["table", "team"], name="table_share_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.table} shared with {self.team}"
 
 
 class EtlDriver(models.Model):

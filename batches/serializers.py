@@ -1,8 +1,17 @@
 from __future__ import annotations
 
+from django.contrib.auth.models import Group
 from rest_framework import serializers
 
-from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, File
+from batches.models import (
+    ArchiveConsumpQueue,
+    Batch,
+    BatchConsumpQueue,
+    File,
+    HiveTable,
+    TableShare,
+)
+from bdre.api import ScopedRelatedField
 
 
 class QueueRowSerializer(serializers.ModelSerializer):
@@ -87,3 +96,41 @@ class BatchSerializer(serializers.ModelSerializer):
             "files",
         )
         read_only_fields = fields
+
+
+class TableSerializer(serializers.ModelSerializer):
+    shared = serializers.SerializerMethodField(
+        help_text="True for another team's table shared with one of your teams (read-only)."
+    )
+
+    class Meta:
+        model = HiveTable
+        fields = (
+            "id",
+            "team",
+            "dbname",
+            "table_name",
+            "type",
+            "location",
+            "batch_id_partition_col",
+            "ddl",
+            "comments",
+            "bus_domain",
+            "shared",
+        )
+        read_only_fields = fields
+
+    def get_shared(self, table: HiveTable) -> bool:
+        return table.team_id not in self.context.get("own_team_ids", ())
+
+
+class TableShareSerializer(serializers.ModelSerializer):
+    table = ScopedRelatedField(queryset=HiveTable.objects.all())
+    team = serializers.PrimaryKeyRelatedField(
+        queryset=Group.objects.all(), help_text="The team whose steps may read the table."
+    )
+
+    class Meta:
+        model = TableShare
+        fields = ("id", "table", "team", "created_ts", "created_by")
+        read_only_fields = ("id", "created_ts", "created_by")

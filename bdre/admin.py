@@ -5,7 +5,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from bdre.access import scope
-from bdre.models import Membership
+from bdre.models import ApiToken, Membership
 
 
 class ScopedAdmin(admin.ModelAdmin):
@@ -35,9 +35,46 @@ class MasterTableAdmin(ReadOnlyAdmin):
     ordering = ("id",)
 
 
+class SuperuserOnly:
+    """Roles decide what everybody may do: only superusers change them here, whatever model
+    permissions a staff member was given (the site refuses others already; this holds if a
+    site ever lets them in)."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_superuser
+
+    def has_view_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return request.user.is_superuser
+
+    def has_add_permission(self, request: HttpRequest, *args: object) -> bool:
+        return request.user.is_superuser
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return request.user.is_superuser
+
+
 @admin.register(Membership)
-class MembershipAdmin(ScopedAdmin):
+class MembershipAdmin(SuperuserOnly, ScopedAdmin):
     list_display = ("user", "team", "role", "added_ts")
     list_filter = ("role", "team")
     search_fields = ("user__username", "team__name")
     autocomplete_fields = ("user", "team")
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(SuperuserOnly, admin.ModelAdmin):
+    """Tokens are issued by their owner (the API tokens page, the API); a superuser may only
+    revoke one (delete), e.g. of a user who left."""
+
+    list_display = ("user", "name", "created_ts", "expires_at", "last_used_at")
+    search_fields = ("user__username", "name")
+    readonly_fields = ("user", "name", "key_digest", "created_ts", "expires_at", "last_used_at")
+
+    def has_add_permission(self, request: HttpRequest, *args: object) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

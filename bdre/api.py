@@ -3,6 +3,8 @@ every team-scoped resource."""
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.core.exceptions import RequestDataTooBig
@@ -18,12 +20,24 @@ from bdre.access import Role, can, role_in, scope, team_of
 from bdre.errors import BdreError, Code, Conflict
 from bdre.ids import ID_REGEX
 
+logger = logging.getLogger(__name__)
+
 
 class ErrorSerializer(serializers.Serializer):
     """The body of every lifecycle error: ``{"code": 104, "message": "..."}``."""
 
     code = serializers.IntegerField(help_text="BDRE error code, 101-115")
     message = serializers.CharField()
+
+
+OUT_OF_RANGE = (
+    "A value is too large: ids and counts are whole numbers from 0 to 2^63 - 1, and a text "
+    "is at most as long as its field allows."
+)
+CONFLICT = (
+    "Conflicts with existing data (another request took the same name or key at the same "
+    "time): read it again and retry."
+)
 
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
@@ -41,11 +55,14 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         detail = f"Still in use by {', '.join(used_by)}: remove those first."
         return Response({"detail": detail}, status=409)
     if isinstance(exc, OverflowError | DataError):
-        # A number or text past what the database column holds (an id of 40 digits).
-        return Response({"detail": f"A value is out of range: {exc}"}, status=400)
+        # A number or text past what the database column holds (an id of 40 digits). The
+        # database's own words name its tables and types, not the input: logged, not sent.
+        logger.info("A value out of range in %s: %s", context["request"].path, exc)
+        return Response({"detail": OUT_OF_RANGE}, status=400)
     if isinstance(exc, IntegrityError):
         # A race past the validation (two requests creating the same name at once).
-        return Response({"detail": f"Conflicts with existing data: {exc}"}, status=409)
+        logger.info("A conflict in %s: %s", context["request"].path, exc)
+        return Response({"detail": CONFLICT}, status=409)
     if isinstance(exc, DjangoValidationError):
         detail = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
         exc = exceptions.ValidationError(detail)

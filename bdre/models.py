@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import secrets
+from datetime import timedelta
+
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
+from django.utils import timezone
 
 
 class Role(models.TextChoices):
@@ -43,3 +48,53 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} is {self.role} of {self.team}"
+
+
+def _key_digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+class ApiTokenQuerySet(models.QuerySet):
+    def find(self, key: str) -> ApiToken | None:
+        return self.select_related("user").filter(key_digest=_key_digest(key)).first()
+
+
+class ApiToken(models.Model):
+    """A key for the REST API. Only a digest of the key is stored, so a copy of the database
+    (a backup, a read replica) holds no usable key; the owner sees the key once, when it is
+    created."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100, blank=True)
+    key_digest = models.CharField(max_length=64, unique=True)
+    created_ts = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiTokenQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_ts", "-id"]
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"token {self.name or self.pk} of {self.user}"
+
+    @property
+    def expired(self) -> bool:
+        return self.expires_at <= timezone.now()
+
+    @classmethod
+    def issue(cls, user, name: str = "", days: int | None = None) -> tuple[ApiToken, str]:
+        """A new token and its key, the only time the key is known."""
+        key = secrets.token_hex(20)  # 40 hex characters, the form DRF's keys had
+        days = settings.BDRE_TOKEN_DAYS if days is None else days
+        token = cls.objects.create(
+            user=user,
+            name=name,
+            key_digest=_key_digest(key),
+            expires_at=timezone.now() + timedelta(days=days),
+        )
+        return token, key

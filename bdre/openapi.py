@@ -35,6 +35,11 @@ ANSWERS = {
         "The current state forbids it.",
         {"anyOf": [LIFECYCLE, {"$ref": "#/components/schemas/Detail"}]},
     ),
+    "429": (
+        "Throttled (BDRE_THROTTLE_*), or locked out after failed log-ins or tokens; the "
+        "Retry-After header says for how many seconds.",
+        {"$ref": "#/components/schemas/Detail"},
+    ),
 }
 
 

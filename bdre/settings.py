@@ -31,7 +31,7 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [] if PRODUCTION else ["127.0.0.1", "l
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "bdre.apps.BdreAdminConfig",  # django.contrib.admin, for superusers only
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -58,6 +58,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Pages answer errors with the site's own pages, the API with JSON, whatever DEBUG is.
+    "bdre.error_pages.ErrorPageMiddleware",
 ]
 
 ROOT_URLCONF = "bdre.urls"
@@ -126,9 +128,45 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
+CSRF_FAILURE_VIEW = "bdre.error_pages.csrf_failure"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "ui-dashboard"
 LOGOUT_REDIRECT_URL = "login"
+
+# --- Cache, log-in lockout, throttles and API tokens (docs/security.md) -------------------
+# The cache holds the counters of failed log-ins and of API throttles. Memory (the default)
+# needs no service but is per process: with several web processes an attacker gets each
+# process's allowance. BDRE_CACHE=database shares the counters through the database (run
+# `manage.py createcachetable` once).
+BDRE_CACHE = env_str("BDRE_CACHE", "memory")
+if BDRE_CACHE not in ("memory", "database"):
+    raise ImproperlyConfigured(f"BDRE_CACHE must be memory or database, got {BDRE_CACHE!r}")
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "bdre"}
+        if BDRE_CACHE == "memory"
+        else {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "bdre_cache"}
+    )
+}
+# After this many failed log-ins for one user name (or from one address) within the window,
+# every log-in of that name (or from that address) is refused for the lockout period, the
+# right password included. The page, the admin's and the token endpoint share the counts.
+BDRE_LOGIN_MAX_FAILURES_USER = env_int("BDRE_LOGIN_MAX_FAILURES_USER", 5)
+BDRE_LOGIN_MAX_FAILURES_IP = env_int("BDRE_LOGIN_MAX_FAILURES_IP", 20)
+BDRE_LOGIN_WINDOW_SECONDS = env_int("BDRE_LOGIN_WINDOW_SECONDS", 900)
+BDRE_LOGIN_LOCKOUT_SECONDS = env_int("BDRE_LOGIN_LOCKOUT_SECONDS", 900)
+# Requests with an unknown API token from one address; then that address is refused (429)
+# for the lockout period, whatever token it sends.
+BDRE_TOKEN_MAX_FAILURES_IP = env_int("BDRE_TOKEN_MAX_FAILURES_IP", 20)
+BDRE_TOKEN_DAYS = env_int("BDRE_TOKEN_DAYS", 90)
+# DRF rates ("number/second|minute|hour|day"): anonymous requests by address, authenticated
+# ones by user, and token issuing by password (POST /api/v1/auth/token/) by address.
+BDRE_THROTTLE_ANON = env_str("BDRE_THROTTLE_ANON", "60/minute")
+BDRE_THROTTLE_USER = env_str("BDRE_THROTTLE_USER", "3000/minute")
+BDRE_THROTTLE_TOKEN_ISSUE = env_str("BDRE_THROTTLE_TOKEN_ISSUE", "10/minute")
+# Behind a reverse proxy every request comes from the proxy's address: name the header the
+# proxy sets (X-Forwarded-For), or one address would lock everybody out.
+BDRE_CLIENT_IP_HEADER = env_str("BDRE_CLIENT_IP_HEADER", "")
 
 # --- Encryption at rest -------------------------------------------------------------------
 # A comma list of Fernet keys: the first encrypts, all decrypt (key rotation).
@@ -152,6 +190,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Rates from BDRE_THROTTLE_*, read when a request comes (bdre/throttles.py).
+    "DEFAULT_THROTTLE_CLASSES": ["bdre.throttles.AnonThrottle", "bdre.throttles.UserThrottle"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [
@@ -160,6 +200,12 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "bdre.api.exception_handler",
+    # DRF's parsers with a nesting limit and no NUL characters (bdre/parsers.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "bdre.parsers.JSONParser",
+        "bdre.parsers.FormParser",
+        "bdre.parsers.MultiPartParser",
+    ],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "BDRE API",
@@ -178,12 +224,20 @@ SPECTACULAR_SETTINGS = {
 # --- Celery -------------------------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
 CELERY_BROKER_DIR = VAR_DIR / "celery"
+CELERY_BROKER_TRANSPORT: str | None = None
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
 if CELERY_BROKER_URL.startswith("filesystem://"):
+    # kombu's own filesystem transport lets a consumer read a message before it is written
+    # (the worker dies of a JSONDecodeError) and loses what a killed worker had not
+    # acknowledged; bdre.broker is that transport with both fixed (docs/operations.md).
+    CELERY_BROKER_TRANSPORT = "bdre.broker:Transport"
     # One folder for in and out: producer and consumer are different processes on one host.
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_BROKER_DIR / "queue"),
         "data_folder_out": str(CELERY_BROKER_DIR / "queue"),
+        # Each consumer's read, unacknowledged messages; same file system as the queue.
+        "unacked_folder": str(CELERY_BROKER_DIR / "unacked"),
+        "bad_folder": str(CELERY_BROKER_DIR / "bad"),
         "processed_folder": str(CELERY_BROKER_DIR / "processed"),
         "control_folder": str(CELERY_BROKER_DIR / "control"),
         "store_processed": False,
@@ -219,6 +273,12 @@ BDRE_HEARTBEAT_SECONDS = env_float("BDRE_HEARTBEAT_SECONDS", 10.0)
 # The reaper of expired runs, scheduled in Beat.
 BDRE_REAPER_SECONDS = env_int("BDRE_REAPER_SECONDS", 60)
 BDRE_WAREHOUSE = Path(env_str("BDRE_WAREHOUSE", str(VAR_DIR / "warehouse"))).resolve()
+# python.callable steps call only functions defined under these dotted prefixes, matched by
+# whole segments (docs/security.md). Development and tests add the tests' step bodies; the
+# production image has no tests package.
+BDRE_CALLABLES = env_list(
+    "BDRE_CALLABLES", ["processes.examples"] + ([] if PRODUCTION else ["tests.processes"])
+)
 
 # --- OpenLineage --------------------------------------------------------------------------
 # Run events (START, COMPLETE, FAIL) go to an HTTP endpoint (Marquez:

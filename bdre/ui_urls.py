@@ -3,6 +3,7 @@
 from django.urls import path, re_path
 
 from batches import views as batch_views
+from bdre import token_views
 from bdre import views as team_views
 from bdre.ids import ID_REGEX
 from lineage import views as lineage_views
@@ -26,6 +27,8 @@ urlpatterns = [
     re_path(rf"^templates/{ID}/delete/$", process_views.template_delete, name="ui-template-delete"),
     path("teams/", team_views.team_list, name="ui-teams"),
     re_path(rf"^teams/{ID}/$", team_views.team_detail, name="ui-team"),
+    path("tokens/", token_views.token_list, name="ui-tokens"),
+    re_path(rf"^tokens/{ID}/revoke/$", token_views.token_revoke, name="ui-token-revoke"),
     re_path(rf"^runs/{ID}/$", process_views.run_detail, name="ui-run"),
     re_path(rf"^runs/{ID}/live/$", process_views.run_live, name="ui-run-live"),
     path("queue/", batch_views.queue_inspector, name="ui-queue"),

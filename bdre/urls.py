@@ -1,9 +1,12 @@
 from django.contrib import admin
+from django.contrib.auth.views import LoginView
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.urls import Resolver404, include, path, re_path, resolve
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from bdre.auth_forms import LoginForm
 
 admin.site.site_header = "BDRE administration"
 admin.site.site_title = "BDRE"
@@ -32,8 +35,17 @@ def api_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
     return JsonResponse({"detail": detail}, status=404)
 
 
+# With DEBUG false, Django answers through these; bdre.error_pages.ErrorPageMiddleware makes
+# DEBUG answer the same.
+handler400 = "bdre.error_pages.bad_request"
+handler403 = "bdre.error_pages.permission_denied"
+handler404 = "bdre.error_pages.page_not_found"
+handler500 = "bdre.error_pages.server_error"
+
 urlpatterns = [
     path("", include("bdre.ui_urls")),
+    # Before Django's own: the same view, with a form that refuses locked-out log-ins.
+    path("accounts/login/", LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),

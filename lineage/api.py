@@ -14,12 +14,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from batches.models import Batch, HiveTable
+from batches import tables
+from batches.models import Batch
 from bdre.access import scope
 from bdre.api import ScopedViewSet, require_role
 from bdre.ids import ID_REGEX
 from lineage import graph as graphs
-from lineage.extract import known_schema, register_query
+from lineage.extract import StatementTooDeep, known_schema, register_query
 from lineage.filters import LineageNodeFilter, LineageQueryFilter, LineageRelationFilter
 from lineage.models import LineageNode, LineageQuery, LineageRelation
 from lineage.serializers import (
@@ -55,7 +56,9 @@ def visible_relations(user) -> QuerySet[LineageRelation]:
 class LineageQueryViewSet(ScopedViewSet):
     """Queries whose lineage BDRE recorded: those its ``spark.sql`` steps ran, and those
     registered here (Spark SQL or Hive), parsed against the schemas BDRE knows (registered
-    tables and lineage nodes). A query that cannot be read is kept with ``parse_error``."""
+    tables and lineage nodes). A query that cannot be read (a table not registered, say) is
+    kept with ``parse_error`` and no relations; one nested too deeply for the parser is a
+    400 on ``query_string``."""
 
     http_method_names = ["get", "post", "delete", "head", "options"]
     serializer_class = LineageQuerySerializer
@@ -70,27 +73,40 @@ class LineageQueryViewSet(ScopedViewSet):
 
     @extend_schema(
         request=RegisterQueryInput,
-        responses={201: LineageQuerySerializer},
+        responses={
+            201: LineageQuerySerializer,
+            400: OpenApiResponse(
+                description="invalid input, or a statement nested too deeply to be read"
+            ),
+        },
     )
     def create(self, request: Request) -> Response:
         data = RegisterQueryInput(data=request.data, context={"request": request})
         data.is_valid(raise_exception=True)
         args = data.validated_data
         require_role(request.user, self.owner_team(args), self.write_role)
-        team_tables = scope(request.user, HiveTable.objects.all())
+        # The tables the process's steps may read, as the step itself would resolve them.
+        team_tables = tables.readable_queryset(self.owner_team(args).pk)
         team_nodes = scope(request.user, LineageNode.objects.all())
-        query = register_query(
-            args["query_string"],
-            kind=DIALECTS[args["dialect"]],
-            process=args["process"],
-            schema=known_schema(team_tables, team_nodes),
-            target=args.get("target_table") or None,
-        )
+        known = known_schema(team_tables, team_nodes)
+        try:
+            query = register_query(
+                args["query_string"],
+                kind=DIALECTS[args["dialect"]],
+                process=args["process"],
+                schema=known.schema,
+                partly_known=known.partly,
+                target=args.get("target_table") or None,
+            )
+        except StatementTooDeep as exc:
+            raise exceptions.ValidationError({"query_string": [str(exc)]}) from exc
         body = LineageQuerySerializer(self.get_queryset().get(pk=query.pk)).data
         return Response(body, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={200: LineageRelationSerializer(many=True)})
-    @action(detail=True, methods=["get"])
+    # One node's or one query's rows, whole: not in pages, and the list's filters do not
+    # apply (they would hide the node itself).
+    @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
     def relations(self, request: Request, pk: str) -> Response:
         query = self.get_object()
         rows = query.relations.select_related("src_node", "target_node").order_by("id")
@@ -120,12 +136,16 @@ class LineageNodeViewSet(viewsets.ReadOnlyModelViewSet):
         return Response(ImpactSerializer(found, many=True).data)
 
     @extend_schema(parameters=[DEPTH], responses={200: ImpactSerializer(many=True)})
-    @action(detail=True, methods=["get"])
+    # One node's or one query's rows, whole: not in pages, and the list's filters do not
+    # apply (they would hide the node itself).
+    @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
     def upstream(self, request: Request, pk: str) -> Response:
         return self._impact(request, upstream=True)
 
     @extend_schema(parameters=[DEPTH], responses={200: ImpactSerializer(many=True)})
-    @action(detail=True, methods=["get"])
+    # One node's or one query's rows, whole: not in pages, and the list's filters do not
+    # apply (they would hide the node itself).
+    @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
     def downstream(self, request: Request, pk: str) -> Response:
         return self._impact(request, upstream=False)
 

@@ -27,7 +27,8 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from batches.models import ArchiveConsumpQueue, BatchConsumpQueue, File, HiveTable, ScanState
+from batches import tables
+from batches.models import ArchiveConsumpQueue, BatchConsumpQueue, File, ScanState
 from lineage.extract import edge_functions, struct_columns
 from lineage.models import LineageNode, LineageRelation
 from processes.models import ExecState, InstanceExec, Process
@@ -202,7 +203,9 @@ def _location_dataset(uri: str) -> dict[str, Any]:
     return {"namespace": "file", "name": uri.rstrip("/") or "/"}
 
 
-def _table_dataset(name: str) -> dict[str, Any]:
+def _table_dataset(name: str, team_id: int) -> dict[str, Any]:
+    """``name`` as the step's team means it (``batches.tables``): another team's table of the
+    same name never lends its schema."""
     database, _, table = name.rpartition(".")
     database = database or "default"
     dataset: dict[str, Any] = {
@@ -210,7 +213,10 @@ def _table_dataset(name: str) -> dict[str, Any]:
         "name": f"{database}.{table}",
         "facets": {},
     }
-    registered = HiveTable.objects.filter(dbname=database, table_name=table).first()
+    try:
+        registered = tables.readable_table(team_id, f"{database}.{table}")
+    except tables.TableNotReadable:
+        registered = None
     if registered is not None:
         columns = struct_columns(registered.ddl)
         if columns and registered.batch_id_partition_col:
@@ -277,14 +283,15 @@ def _sql_sources(run: InstanceExec) -> list[str]:
 
 def _datasets(run: InstanceExec, kind: str, *, with_statistics: bool) -> tuple[list, list]:
     step = run.process
+    team = step.bus_domain.team_id
     inputs: list[dict] = []
-    outputs: list[dict] = [_table_dataset(name) for name in run.outputs]
+    outputs: list[dict] = [_table_dataset(name, team) for name in run.outputs]
     if kind in ("spark.shred", "spark.load"):
         inputs = [_location_dataset(folder) for folder in _claimed_folders(run)]
     elif kind in ("spark.cleanse", "spark.export"):
         group = "cleanse" if kind == "spark.cleanse" else "export"
         source = step.property_value(group, "source_table")
-        inputs = [_table_dataset(source)] if source else []
+        inputs = [_table_dataset(source, team)] if source else []
         if kind == "spark.export":
             location = step.property_value("export", "location")
             jdbc = step.property_value("export", "jdbc_url")
@@ -294,10 +301,10 @@ def _datasets(run: InstanceExec, kind: str, *, with_statistics: bool) -> tuple[l
                 table = step.property_value("export", "jdbc_table") or ""
                 outputs.append({"namespace": jdbc.split("?")[0], "name": table})
     elif kind == "spark.sql":
-        inputs = [_table_dataset(name) for name in _sql_sources(run)]
+        inputs = [_table_dataset(name, team) for name in _sql_sources(run)]
         output = step.property_value("sql", "output_table") or f"default.{step.name}"
         if not run.outputs:  # the START event: the output is known before it is written
-            outputs = [_table_dataset(output)]
+            outputs = [_table_dataset(output, team)]
         for dataset in outputs:
             lineage = _column_lineage(run, dataset["name"])
             if lineage:

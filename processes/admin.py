@@ -4,11 +4,12 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 
-from bdre.admin import MasterTableAdmin, ScopedAdmin
+from bdre.admin import MasterTableAdmin, ReadOnlyAdmin, ScopedAdmin
 from bdre.errors import BdreError
 from processes import orchestrator, schedules
 from processes.models import (
     BusDomain,
+    ExecState,
     ExecStatus,
     InstanceExec,
     Process,
@@ -140,7 +141,11 @@ class ProcessTemplatePropertyAdmin(ScopedAdmin):
 
 
 @admin.register(InstanceExec)
-class InstanceExecAdmin(ScopedAdmin):
+class InstanceExecAdmin(ReadOnlyAdmin, ScopedAdmin):
+    """Runs, job and step, change state through the lifecycle only (the terminate action
+    here, as in the API): an edited state would skip what the lifecycle does with it (the
+    run's queue rows, its steps, the worker's heartbeat)."""
+
     list_display = (
         "id",
         "process",
@@ -158,6 +163,25 @@ class InstanceExecAdmin(ScopedAdmin):
     raw_id_fields = ("process", "parent", "target_batch")
     date_hierarchy = "start_ts"
 
+    actions = ("terminate",)
+
+    @admin.action(description="Terminate the selected running job runs")
+    def terminate(self, request, queryset) -> None:
+        done = []
+        for run in queryset.select_related("process"):
+            if run.parent_id is not None or run.exec_state_id != ExecState.RUNNING:
+                # The lifecycle terminates a job's running run; a step's run stops with it.
+                what = "a step's run: terminate its job's run" if run.parent_id else "not running"
+                self.message_user(request, f"run {run.pk}: {what}", messages.ERROR)
+                continue
+            try:
+                orchestrator.terminate(run.process_id, f"terminated by {request.user} in the admin")
+                done.append(str(run.pk))
+            except BdreError as exc:
+                self.message_user(request, f"run {run.pk}: {exc.message}", messages.ERROR)
+        if done:
+            self.message_user(request, f"Terminated: runs {', '.join(done)}", messages.SUCCESS)
+
     @admin.display(description="counters")
     def counter_summary(self, obj: InstanceExec) -> str:
         shown = [(k, v) for k, v in (obj.counters or {}).items() if isinstance(v, int | float)]
@@ -170,6 +194,9 @@ class ProcessLogAdmin(ScopedAdmin):
     list_filter = ("log_category",)
     search_fields = ("process__name", "message_id", "message")
     raw_id_fields = ("process", "instance_exec")
+
+
+UNREADABLE = "unreadable, re-enter it"
 
 
 class ServerForm(forms.ModelForm):
@@ -226,10 +253,14 @@ class ServerForm(forms.ModelForm):
 @admin.register(Server)
 class ServerAdmin(ScopedAdmin):
     form = ServerForm
-    list_display = ("name", "server_type", "team", "server_ip", "login_user", "has_secret")
+    list_display = ("name", "server_type", "team", "server_ip", "login_user", "secret")
     list_filter = ("server_type", "team")
     search_fields = ("name", "server_ip", "metainfo")
+    readonly_fields = ("secret",)
 
-    @admin.display(boolean=True, description="secret stored")
-    def has_secret(self, obj: Server) -> bool:
-        return bool(obj.login_password or obj.ssh_private_key)
+    @admin.display(description="secret stored")
+    def secret(self, obj: Server) -> str:
+        if not obj.secrets_readable:
+            # No key of FIELD_ENCRYPTION_KEY reads it (docs/security.md, key rotation).
+            return UNREADABLE
+        return "yes" if obj.login_password or obj.ssh_private_key else "no"

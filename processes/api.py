@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.db.models import Q
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import status, viewsets
+from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -182,7 +182,9 @@ class ProcessViewSet(ScopedViewSet):
         responses={200: FileSerializer(many=True), **ERRORS},
         description="BDRE's GetFiles: the files of the step's batches from min to max batch id.",
     )
-    @action(detail=True, methods=["get"])
+    # All the files between two batches, as BDRE's GetFiles: not in pages, and the process
+    # list's filters do not apply.
+    @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
     def files(self, request: Request, pk: str) -> Response:
         acting_on(request, Process, int(pk), role=Role.VIEWER, unknown=Code.INVALID_SUB_PROCESS)
         query = FilesBetweenInput(data=request.query_params)
@@ -421,11 +423,22 @@ class TemplateViewSet(ScopedViewSet):
         return Response(ProcessDetailSerializer(job).data, status=status.HTTP_201_CREATED)
 
 
+class ServerReadSerializer(ServerSerializer):
+    secrets_readable = serializers.BooleanField(
+        read_only=True,
+        help_text="False: a stored secret cannot be decrypted with any key of "
+        "FIELD_ENCRYPTION_KEY (unreadable, re-enter it).",
+    )
+
+    class Meta(ServerSerializer.Meta):
+        fields = (*ServerSerializer.Meta.fields, "secrets_readable")
+
+
 class ServerViewSet(ScopedViewSet):
     """Servers holding files. Members of the team read them; admins write them. Passwords
     and keys are write-only."""
 
-    serializer_class = ServerSerializer
+    serializer_class = ServerReadSerializer
     filterset_fields = ("team", "server_type", "name")
     ordering_fields = ("id", "name")
     write_role = Role.ADMIN

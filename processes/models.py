@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import Q
 from django_celery_beat.models import PeriodicTask
 
-from bdre.fields import EncryptedTextField
+from bdre.fields import EncryptedTextField, is_readable
 from bdre.master import MasterTable
 
 PROCESS_NAME_VALIDATOR = RegexValidator(
@@ -103,11 +103,19 @@ class ProcessTemplate(models.Model):
 
     class Meta:
         ordering = ["id"]
+        # A job template's name is unique in its application; a step template's only among
+        # the steps of its job template (every template saved from one job has its steps'
+        # names).
         constraints = [
             models.UniqueConstraint(
                 fields=["bus_domain", "name"],
-                condition=Q(deleted=False),
-                name="template_unique_live_name",
+                condition=Q(deleted=False, parent__isnull=True),
+                name="template_unique_live_job_name",
+            ),
+            models.UniqueConstraint(
+                fields=["parent", "name"],
+                condition=Q(deleted=False, parent__isnull=False),
+                name="template_unique_live_step_name",
             ),
         ]
 
@@ -338,3 +346,9 @@ class Server(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def secrets_readable(self) -> bool:
+        """False when a stored secret cannot be decrypted with any configured key: it must
+        be entered again (bdre.fields.UnreadableSecret)."""
+        return is_readable(self.login_password) and is_readable(self.ssh_private_key)

@@ -20,6 +20,7 @@ from django.db import transaction
 
 from bdre.errors import Conflict
 from processes import schedules
+from processes.jobs import checks
 from processes.models import (
     BusDomain,
     ExecState,
@@ -32,6 +33,8 @@ from processes.models import (
 from processes.workflow import NextLinks
 
 Properties = Mapping[str, Mapping[str, str]]  # config_group -> key -> value
+GROUP_LENGTH = Property._meta.get_field("config_group").max_length
+KEY_LENGTH = Property._meta.get_field("key").max_length
 
 
 @dataclass
@@ -82,7 +85,36 @@ def check_workflow(steps: Iterable[Mapping | StepSpec | TemplateStepSpec]) -> di
     return edges
 
 
+def check_properties(properties: Properties, owner: str) -> None:
+    """A ValidationError on ``properties`` for a group or key longer than its column, which
+    PostgreSQL would refuse at the insert (and SQLite keep)."""
+    for group, values in properties.items():
+        names = [("config group", group, GROUP_LENGTH)]
+        names += [("key", key, KEY_LENGTH) for key in values]
+        for what, text, limit in names:
+            if len(text) > limit:
+                raise ValidationError(
+                    {
+                        "properties": f"{owner}: a {what} has at most {limit} characters; "
+                        f"{text[:20]}... has {len(text)}."
+                    }
+                )
+
+
+def check_step_properties(
+    kind: str, properties: Properties, owner: str, field: str = "properties"
+) -> None:
+    """A ValidationError on ``field`` for a property the step kind refuses to run: a Spark SQL
+    statement outside the sandbox, a callable outside ``BDRE_CALLABLES`` (docs/security.md)."""
+    try:
+        checks.check_step_properties(kind, properties)
+    except checks.REFUSED as exc:
+        raise ValidationError({field: f"{owner}: {exc}"}) from exc
+
+
 def set_properties(process: Process, properties: Properties) -> None:
+    check_properties(properties, process.name)
+    check_step_properties(process.process_type.job_kind, properties, process.name)
     for group, values in properties.items():
         for key, value in values.items():
             Property.objects.update_or_create(
@@ -462,6 +494,7 @@ class TemplateSpec:
 
 
 def _template_properties(template: ProcessTemplate, properties: Properties) -> None:
+    check_properties(properties, template.name)
     for group, values in properties.items():
         for key, value in values.items():
             ProcessTemplateProperty.objects.update_or_create(

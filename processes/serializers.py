@@ -224,6 +224,23 @@ class PropertySerializer(serializers.ModelSerializer):
         model = Property
         fields = ("id", "process", "config_group", "key", "value", "description")
 
+    def validate(self, attrs: dict) -> dict:
+        # The step kind's own check of what it will run (a statement, a callable), as when
+        # the property comes with its job: a property alone is no way around it.
+        def current(name: str):
+            return attrs.get(name, getattr(self.instance, name, None))
+
+        process = current("process")
+        if process is not None:
+            properties = {current("config_group"): {current("key"): current("value") or ""}}
+            try:
+                registry.check_step_properties(
+                    process.process_type.job_kind, properties, process.name, field="value"
+                )
+            except DjangoValidationError as exc:
+                raise serializers.ValidationError(exc.message_dict) from exc
+        return attrs
+
 
 class BriefStepSerializer(serializers.ModelSerializer):
     process_type_name = serializers.CharField(source="process_type.name", read_only=True)

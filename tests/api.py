@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
+
+from bdre.models import ApiToken
 
 
 def api_as(user) -> APIClient:
     client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    _, key = ApiToken.issue(user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     return client

@@ -83,6 +83,15 @@ def _fast_password_hasher(settings) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _empty_cache() -> None:
+    # The cache holds log-in failures and API throttle counts: one test's must not lock out
+    # or throttle the next.
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture
 def team(db) -> Team:
     group = TeamFactory(name="analytics")
@@ -129,6 +138,8 @@ def spark(tmp_path_factory):
     """One local[2] SparkSession for the whole suite, created on first use."""
     from pyspark.sql import SparkSession
 
+    from processes.jobs.spark_session import SANDBOX_CONF
+
     session = (
         SparkSession.builder.master("local[2]")
         .appName("bdre-tests")
@@ -138,6 +149,9 @@ def spark(tmp_path_factory):
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-warehouse")))
+        # The sandbox's settings, as the workers have them: some are static, so the steps'
+        # get_spark() cannot add them to this session afterwards.
+        .config(map=SANDBOX_CONF)
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -41,6 +41,7 @@ duplicate does not extend it, and neither does another attempt of the same run.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Protocol
 
 from django.conf import settings
@@ -50,6 +51,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from batches.models import EventManifest
+from batches.tables import team_warehouse
+from processes.jobs.checks import check_manifest_name
 from processes.jobs.shred import HASHES, hashes_of
 
 PAIR_SCHEMA = "event_id string, event_fingerprint string"
@@ -129,9 +132,16 @@ class DatabaseManifest:
 
 
 class ParquetManifest:
-    def __init__(self, spark: SparkSession, name: str = "default", ttl_days: int = 180):
+    def __init__(
+        self,
+        spark: SparkSession,
+        name: str = "default",
+        ttl_days: int = 180,
+        *,
+        root: Path | None = None,
+    ):
         self.spark, self.ttl_days = spark, ttl_days
-        self.root = str(settings.BDRE_WAREHOUSE / "manifests" / name)
+        self.root = str(root or settings.BDRE_WAREHOUSE / "manifests" / name)
         jvm = spark._jvm
         self._Path = jvm.org.apache.hadoop.fs.Path
         self.fs = self._Path(self.root).getFileSystem(spark._jsc.hadoopConfiguration())
@@ -204,11 +214,21 @@ class ParquetManifest:
         return seen
 
 
-def open_manifest(kind: str, spark: SparkSession, name: str, ttl_days: int) -> Manifest | None:
+def open_manifest(
+    kind: str, spark: SparkSession, name: str, ttl_days: int, *, team_id: int | None = None
+) -> Manifest | None:
+    """The manifest ``name`` of ``kind``; a team's own when ``team_id`` is given (what a
+    step opens): two teams using the same name never see each other's events, which would
+    drop one team's events as duplicates of the other's. The name is a plain word, since it
+    becomes a folder: ``../`` would reach another team's manifest."""
     if kind in ("", "none"):
         return None
+    check_manifest_name(name)
     if kind == "database":
-        return DatabaseManifest(spark, name, ttl_days)
+        return DatabaseManifest(
+            spark, name if team_id is None else f"team-{team_id}/{name}", ttl_days
+        )
     if kind == "parquet":
-        return ParquetManifest(spark, name, ttl_days)
+        root = None if team_id is None else team_warehouse(team_id) / "manifests" / name
+        return ParquetManifest(spark, name, ttl_days, root=root)
     raise ValueError(f"dedup.manifest must be database, parquet or none, got {kind!r}")

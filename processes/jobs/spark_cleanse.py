@@ -86,7 +86,9 @@ def spark_cleanse(context: JobContext) -> Counters:
     rules = parse_rules(props.get("rules", "[]"))
     spark = get_spark()
     start(context, spark)
-    source = read_table(spark, props["source_table"], input_batches(context)).drop("batch_id")
+    source = read_table(context, spark, props["source_table"], input_batches(context)).drop(
+        "batch_id"
+    )
     valid, invalid = validate(source, rules)
     valid, invalid = valid.cache(), invalid.cache()
     clean_db, _, clean = props.get("clean_table", f"default.{context.step.name}_clean").rpartition(

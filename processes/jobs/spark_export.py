@@ -19,7 +19,7 @@ def spark_export(context: JobContext) -> Counters:
     fmt = props.get("format", "parquet")
     spark = get_spark()
     start(context, spark)
-    df = read_table(spark, props["source_table"], input_batches(context)).cache()
+    df = read_table(context, spark, props["source_table"], input_batches(context)).cache()
     rows = df.count()
     if fmt in ("csv", "parquet"):
         location = spark_path(props["location"].rstrip("/"))

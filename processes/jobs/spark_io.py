@@ -3,10 +3,10 @@ writing per-batch partitions and registering tables. Transforms live beside each
 
 from __future__ import annotations
 
-from django.conf import settings
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from batches import tables
 from batches.models import HiveTable
 from processes.jobs import JobContext
 from processes.models import InstanceExec
@@ -24,10 +24,6 @@ def start(context: JobContext, spark: SparkSession) -> None:
     InstanceExec.objects.filter(pk=context.step_run_id).update(
         spark_application_id=spark.sparkContext.applicationId
     )
-
-
-def table_location(database: str, table: str) -> str:
-    return str(settings.BDRE_WAREHOUSE / database / table)
 
 
 class PartitionWrittenTwice(RuntimeError):
@@ -54,39 +50,39 @@ def write_batch(
             f"{context.step.name} wrote batch {context.target_batch_id} of {written} twice; "
             "the second write would replace the first"
         )
-    location = table_location(database, table)
+    # Decided before a byte is written: a step never writes another team's table or folder.
+    destination = tables.writable_table(team_of(context), database, table)
+    location = destination.location
     partition = f"{location}/{BATCH_COLUMN}={context.target_batch_id}"
     df = df.drop(BATCH_COLUMN)
     df.write.mode("overwrite").parquet(partition)
     # Kept on the run as soon as written: a failed step still says what it touched.
     context.outputs.append(written)
     InstanceExec.objects.filter(pk=context.step_run_id).update(outputs=context.outputs)
-    registered, _ = HiveTable.objects.update_or_create(
-        dbname=database,
-        table_name=table,
+    return tables.register_written(
+        destination,
+        bus_domain_id=context.step.bus_domain_id,
         defaults={
-            "location": location,
             "location_type": HiveTable.LocationType.EXTERNAL,
             "batch_id_partition_col": BATCH_COLUMN,
-            "bus_domain_id": context.step.bus_domain_id,
             "ddl": df.schema.simpleString(),
             "comments": comments or f"written by {context.step.name}",
         },
     )
-    return registered
 
 
-class TableNotRegistered(LookupError):
-    pass
+def team_of(context: JobContext) -> int:
+    """The team whose tables a step reads and writes: its application's."""
+    return context.step.bus_domain.team_id
 
 
-def registered(name: str) -> HiveTable:
-    """A registered table by ``db.table`` (or ``table`` in ``default``)."""
-    database, _, table = name.rpartition(".")
-    found = HiveTable.objects.filter(dbname=database or "default", table_name=table).first()
-    if found is None:
-        raise TableNotRegistered(f"table {name} is not registered")
-    return found
+# A name the step's team may not read: the step fails with what it may read.
+TableNotRegistered = tables.TableNotReadable
+
+
+def registered(context: JobContext, name: str) -> HiveTable:
+    """The table ``db.table`` (or ``table`` in ``default``) means to the step's team."""
+    return tables.readable_table(team_of(context), name)
 
 
 def input_batches(context: JobContext) -> list[int]:
@@ -95,8 +91,10 @@ def input_batches(context: JobContext) -> list[int]:
     return sorted({b for b in context.batch_ids if b} | {context.target_batch_id})
 
 
-def read_table(spark: SparkSession, name: str, batch_ids: list[int] | None = None) -> DataFrame:
-    table = registered(name)
+def read_table(
+    context: JobContext, spark: SparkSession, name: str, batch_ids: list[int] | None = None
+) -> DataFrame:
+    table = registered(context, name)
     df = spark.read.parquet(table.location)
     if batch_ids is not None and table.batch_id_partition_col:
         df = df.filter(F.col(table.batch_id_partition_col).isin(batch_ids))

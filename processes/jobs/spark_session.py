@@ -14,10 +14,23 @@ from django.conf import settings
 _lock = threading.Lock()
 _session = None
 
+# Spark's own half of the Spark SQL sandbox (docs/security.md), behind
+# ``processes.jobs.sql_guard``: a statement the guard let through still cannot read files by
+# path, run a program or call a Java method. restrictedMode is static (a session cannot turn
+# it off; runSQLOnFiles it could, which is why the guard refuses SET).
+SANDBOX_CONF = {
+    "spark.sql.runSQLOnFiles": "false",  # no format.`path` tables
+    "spark.sql.restrictedMode.enabled": "true",  # no TRANSFORM ... USING, reflect, java_method
+    "spark.sql.legacy.allowNonEmptyLocationInCTAS": "false",
+    # No Hive metastore: no Hive script transforms, no permanent functions from jars.
+    "spark.sql.catalogImplementation": "in-memory",
+}
+
 
 def get_spark():
     """The process's SparkSession (``SPARK_MASTER``, warehouse under ``BDRE_WAREHOUSE``, UI
-    off unless ``SPARK_UI=true``, shuffle partitions sized for the machine)."""
+    off unless ``SPARK_UI=true``, shuffle partitions sized for the machine, the sandbox's
+    settings)."""
     global _session
     with _lock:
         if _session is None or _session.sparkContext._jsc is None:
@@ -44,6 +57,8 @@ def get_spark():
                 # JVM compiled the new classes to machine code again.
                 .config("spark.sql.codegen.cache.maxEntries", "1000")
             )
+            for key, value in SANDBOX_CONF.items():
+                builder = builder.config(key, value)
             _session = builder.getOrCreate()
             _session.sparkContext.setLogLevel("WARN")
         return _session

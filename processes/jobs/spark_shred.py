@@ -154,7 +154,9 @@ class Clock:
         self._last = now
 
 
-def manifest_of(spark, dedup: dict[str, str], enabled: dict[str, bool]) -> Manifest | None:
+def manifest_of(
+    spark, dedup: dict[str, str], enabled: dict[str, bool], team_id: int
+) -> Manifest | None:
     if not (enabled["cross_batch_natural"] or enabled["cross_batch_synthetic"]):
         return None
     return open_manifest(
@@ -162,6 +164,7 @@ def manifest_of(spark, dedup: dict[str, str], enabled: dict[str, bool]) -> Manif
         spark,
         dedup.get("manifest_name", "default"),
         int(dedup.get("ttl_days", "180")),
+        team_id=team_id,
     )
 
 
@@ -184,7 +187,7 @@ def spark_shred(context: JobContext) -> Counters:
     result = shred_and_dedupe(
         raw,
         run_id=context.target_batch_id,
-        manifest=manifest_of(spark, dedup, enabled),
+        manifest=manifest_of(spark, dedup, enabled, context.step.bus_domain.team_id),
         enabled=enabled,
     )
     counters = {"files": len(context.files), **result.counters}

@@ -1,8 +1,9 @@
 """``spark.sql``: a semantic step. A Spark SQL statement over registered tables, its result
 written as the target batch's partition of an output table. Properties (group ``sql``):
-``query`` and ``output_table`` (``db.table``). Every registered table of the application is
-readable by its ``db.table`` name; ``{batch_ids}`` in the query stands for the batches the
-step claimed (and its own run's batch), ``{target_batch_id}`` for the run's batch::
+``query`` and ``output_table`` (``db.table``). The tables the step's team may read (its own
+and those shared with it, ``batches.tables``) are readable by their ``db.table`` names, and
+only those; ``{batch_ids}`` in the query stands for the batches the step claimed (and its own
+run's batch), ``{target_batch_id}`` for the run's batch::
 
     SELECT to_date(collector_tstamp) AS day, count(*) AS views
     FROM lake.atomic_events WHERE batch_id IN ({batch_ids}) GROUP BY 1
@@ -10,24 +11,43 @@ step claimed (and its own run's batch), ``{target_batch_id}`` for the run's batc
 The statement is kept as a ``LineageQuery`` of the run and its column lineage extracted
 against the schemas of the tables it can read (``lineage.extract``); a statement the lineage
 parser cannot read keeps the reason, and the step runs all the same.
+
+Only one query runs (``processes.jobs.sql_guard``, docs/security.md): the rendered statement is
+checked before anything else, and a refused one fails the run with the reason.
 """
 
 from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from batches.models import HiveTable
+from batches import tables
 from lineage.extract import record_query
 from lineage.models import LineageQuery, QueryKind
 from processes.jobs import Counters, JobContext, register
 from processes.jobs.spark_io import input_batches, start, write_batch
 from processes.jobs.spark_session import get_spark
+from processes.jobs.sql_guard import RefusedStatement, check_statement, render
 
 
-def register_tables(spark: SparkSession, bus_domain_id: int) -> list[str]:
-    """Make the application's registered tables readable by name in this session."""
+def register_tables(spark: SparkSession, team_id: int) -> list[str]:
+    """Make the tables the team may read (``batches.tables.readable_tables``: its own and
+    those shared with it) readable by name in this session, and only those.
+
+    The worker's session outlives the step: the tables an earlier step of another team
+    registered are still in its catalog, so every table the team may not read is dropped
+    first (the catalog is in memory: dropping a table never touches its files). A worker
+    runs one Spark step at a time (the ``spark`` queue's concurrency is 1)."""
+    readable = tables.readable_tables(team_id)
+    wanted = {(t.dbname.lower(), t.table_name.lower()) for t in readable}
+    for database in spark.catalog.listDatabases():
+        for found in spark.catalog.listTables(database.name):
+            if found.isTemporary or (database.name.lower(), found.name.lower()) in wanted:
+                continue
+            spark.sql(f"DROP TABLE IF EXISTS `{database.name}`.`{found.name}`")
+        if database.name != "default" and not spark.catalog.listTables(database.name):
+            spark.sql(f"DROP DATABASE IF EXISTS `{database.name}`")
     names = []
-    for table in HiveTable.objects.filter(bus_domain_id=bus_domain_id).order_by("id"):
+    for table in readable:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS `{table.dbname}`")
         spark.sql(f"DROP TABLE IF EXISTS `{table.dbname}`.`{table.table_name}`")
         spark.catalog.createTable(
@@ -37,6 +57,24 @@ def register_tables(spark: SparkSession, bus_domain_id: int) -> list[str]:
             spark.sql(f"ALTER TABLE `{table.dbname}`.`{table.table_name}` RECOVER PARTITIONS")
         names.append(f"{table.dbname}.{table.table_name}")
     return names
+
+
+def not_readable(exc: Exception, team_id: int) -> tables.TableNotReadable | None:
+    """Spark's "table not found" as the error a step gets for a table its team may not read
+    (the name, and what it may read); None for any other error."""
+    condition = getattr(exc, "getCondition", lambda: None)()
+    if condition != "TABLE_OR_VIEW_NOT_FOUND":
+        return None
+    relation = (exc.getMessageParameters() or {}).get("relationName", "")
+    name = relation.replace("`", "")
+    # A path read as a table (text.`/etc/passwd`) is the sandbox's business: Spark's words.
+    if not all(tables.NAME.fullmatch(part) for part in tables.split_name(name)):
+        return None
+    try:
+        tables.readable_table(team_id, name)
+    except tables.TableNotReadable as refused:
+        return refused
+    return None
 
 
 def table_schemas(spark: SparkSession, names: list[str]) -> dict[str, dict[str, dict]]:
@@ -59,10 +97,17 @@ def trace_lineage(spark: SparkSession, query: LineageQuery, tables: list[str], o
         query.save(update_fields=["parse_error"])
 
 
-def render(query: str, batch_ids: list[int], target_batch_id: int) -> str:
-    return query.replace("{batch_ids}", ", ".join(str(b) for b in batch_ids)).replace(
-        "{target_batch_id}", str(target_batch_id)
-    )
+def check_with_spark(spark: SparkSession, statement: str) -> None:
+    """Spark's own grammar must read ``statement`` as a query: a second parser, so that a
+    statement sqlglot reads as a SELECT and Spark as a command never runs."""
+    try:
+        spark._jsparkSession.sessionState().sqlParser().parseQuery(statement)
+    except Exception as exc:
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        reason = lines[0].strip() if lines else type(exc).__name__
+        raise RefusedStatement(
+            f"Spark does not read the statement as one query ({reason})"
+        ) from exc
 
 
 @register("spark.sql")
@@ -73,16 +118,32 @@ def spark_sql(context: JobContext) -> Counters:
     output = props.get("output_table", f"default.{context.step.name}")
     database, _, table = output.rpartition(".")
     statement = render(props["query"], input_batches(context), context.target_batch_id)
+    spark = get_spark()
+    try:
+        check_statement(statement)
+        check_with_spark(spark, statement)
+    except RefusedStatement as exc:
+        context.log("sql.refused", str(exc), category="error")
+        raise
     query = LineageQuery.objects.create(
         query_string=statement,
         query_type_id=QueryKind.SPARK_SQL,
         process=context.step,
         instance_exec_id=context.step_run_id,
     )
-    spark = get_spark()
     start(context, spark)
-    tables = register_tables(spark, context.step.bus_domain_id)
-    trace_lineage(spark, query, tables, f"{database or 'default'}.{table}")
-    result = spark.sql(statement).cache()
+    team_id = context.step.bus_domain.team_id
+    # Before the query runs: a name shared read-only, or another team's folder, is refused.
+    tables.writable_table(team_id, database or "default", table)
+    readable = register_tables(spark, team_id)
+    trace_lineage(spark, query, readable, f"{database or 'default'}.{table}")
+    try:
+        result = spark.sql(statement).cache()
+    except Exception as exc:
+        refused = not_readable(exc, team_id)
+        if refused is None:
+            raise
+        context.log("table.refused", str(refused), category="error")
+        raise refused from None
     write_batch(result, context, database or "default", table, comments=statement)
     return {"rows_out": result.count(), "tables_read": len(spark.catalog.listTables())}

@@ -47,6 +47,7 @@ def settings_of(**env: str) -> dict:
         print(json.dumps({
             "engine": db["ENGINE"], "name": str(db["NAME"]), "options": db.get("OPTIONS", {}),
             "broker": s.CELERY_BROKER_URL, "broker_options": s.CELERY_BROKER_TRANSPORT_OPTIONS,
+            "broker_transport": s.CELERY_BROKER_TRANSPORT,
             "debug": s.DEBUG, "hosts": s.ALLOWED_HOSTS, "spark": s.SPARK_MASTER,
             "warehouse": str(s.BDRE_WAREHOUSE), "var": str(s.VAR_DIR),
             "secret_set": bool(s.SECRET_KEY), "key_set": bool(s.FIELD_ENCRYPTION_KEY),
@@ -66,6 +67,7 @@ def test_defaults_need_no_server(tmp_path):
     assert s["options"]["transaction_mode"] == "IMMEDIATE"
     assert "journal_mode=WAL" in s["options"]["init_command"]
     assert s["broker"] == "filesystem://"
+    assert s["broker_transport"] == "bdre.broker:Transport"  # kombu's, made safe
     assert s["broker_options"]["data_folder_in"] == str(var / "celery" / "queue")
     assert s["broker_options"]["data_folder_in"] == s["broker_options"]["data_folder_out"]
     assert s["debug"] is True
@@ -90,6 +92,7 @@ def test_every_setting_is_read_from_the_environment(tmp_path):
     assert s["name"] == "meta"
     assert s["broker"] == "redis://cache.example:6379/1"
     assert s["broker_options"] == {}
+    assert s["broker_transport"] is None  # the URL's
     assert s["debug"] is False
     assert s["hosts"] == ["bdre.example.com", "api.example.com"]
     assert s["spark"] == "spark://master:7077"

@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from batches.models import Batch, BatchConsumpQueue, BatchState
+from bdre.models import ApiToken
 from processes import lifecycle
 from processes.models import ExecState, InstanceExec
 from tests.api import api_as
@@ -46,7 +46,7 @@ def test_token_is_issued_for_username_and_password(team):
         "/api/v1/auth/token/", {"username": "developer", "password": TEST_PASSWORD}
     )
     assert response.status_code == 200
-    assert response.json()["token"] == Token.objects.get(user=team.developer).key
+    assert ApiToken.objects.find(response.json()["token"]).user == team.developer
 
 
 def test_session_auth_works_too(client, team, make_job):

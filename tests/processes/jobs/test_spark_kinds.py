@@ -13,7 +13,7 @@ from lineage import openlineage
 from lineage.models import LineageQuery, LineageRelation
 from processes import orchestrator
 from processes.jobs import spark_cleanse, spark_sql
-from processes.models import InstanceExec, Property
+from processes.models import InstanceExec
 from processes.registry import StepSpec, create_job
 from tests.factories import JOB_TYPE
 from tests.lineage.openlineage_schema import validate_run_event
@@ -306,17 +306,21 @@ def test_a_query_the_lineage_parser_cannot_resolve_still_runs(team, lake, spark)
     loader = job(
         team, "loader", [(LOAD, {"load": {"format": "json", "table": "lake.things"}})], [ingest]
     )
+    # A view Spark knows and BDRE never registered: the lineage parser knows no such table.
+    # (Reading files by path, which this test once used, is refused: test_spark_sql_sandbox.)
     reader = job(
-        team, "reader", [(SQL, {"sql": {"query": "-", "output_table": "lake.ids"}})], [loader]
+        team,
+        "reader",
+        [(SQL, {"sql": {"query": "SELECT id FROM unregistered_ids", "output_table": "lake.ids"}})],
+        [loader],
     )
     orchestrator.run_job(ingest.pk)
     assert orchestrator.run_job(loader.pk).succeeded
-    location = HiveTable.objects.get(table_name="things").location
-    # Spark reads files by path in SQL; the lineage parser knows no such table.
-    Property.objects.filter(process__parent=reader, key="query").update(
-        value=f"SELECT id FROM parquet.`{location}`"
-    )
-    outcome = orchestrator.run_job(reader.pk)
+    spark.range(1, 3).createOrReplaceTempView("unregistered_ids")
+    try:
+        outcome = orchestrator.run_job(reader.pk)
+    finally:
+        spark.catalog.dropTempView("unregistered_ids")
     assert outcome.succeeded, outcome.error
     query = LineageQuery.objects.get(process__name="reader_0")
     assert "could not be resolved" in query.parse_error

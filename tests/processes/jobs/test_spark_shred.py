@@ -26,6 +26,11 @@ from tests.processes.pipelines import shred_pipeline
 pytestmark = pytest.mark.django_db
 
 
+def location(table: str) -> str:
+    """Where the step's team keeps ``lake.<table>`` (its own folder under the warehouse)."""
+    return HiveTable.objects.get(dbname="lake", table_name=table).location
+
+
 @pytest.fixture
 def lake(tmp_path, settings, spark):
     settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
@@ -49,12 +54,12 @@ def land(lake: Path, name: str, lines: list[str]) -> None:
 
 
 def shred_counters(job) -> dict:
-    step = job.steps.get(name="shred_events")
+    step = job.steps.get(name__endswith="shred_events")
     return InstanceExec.objects.filter(process=step).order_by("-id").first().counters
 
 
 def atomic_rows(spark, settings, job_run_target: int | None = None):
-    df = spark.read.parquet(str(settings.BDRE_WAREHOUSE / "lake" / "events"))
+    df = spark.read.parquet(location("events"))
     if job_run_target is not None:
         df = df.filter(df.batch_id == job_run_target)
     return df
@@ -96,7 +101,7 @@ def test_shred_counts_every_row_and_writes_the_tables(pipeline, lake, spark, set
         "com_acme_page_1",
         "com_snowplowanalytics_snowplow_duplicate_1",
     } <= names
-    bad = spark.read.parquet(str(settings.BDRE_WAREHOUSE / "lake" / "events_bad"))
+    bad = spark.read.parquet(location("events_bad"))
     assert {r["source_file"].rsplit("/", 1)[-1] for r in bad.collect()} <= {
         "part-0001.tsv",
         "part-0002.tsv",
@@ -139,7 +144,7 @@ def lake_tables(spark, settings, batch_ids: list[int]) -> dict[str, DataFrame]:
     table's rows (one frame) and the bad entities, without their batch column."""
 
     def read(table):
-        df = spark.read.parquet(str(settings.BDRE_WAREHOUSE / "lake" / table))
+        df = spark.read.parquet(location(table))
         return df.filter(df.batch_id.isin(batch_ids)).drop("batch_id")
 
     special = {"events", "events_bad", "events_bad_entities", "after"}
@@ -225,7 +230,7 @@ def test_retries_and_a_requeued_dead_letter_give_exactly_the_output_of_one_clean
 
 def assert_unique_ids(spark, settings) -> None:
     """After a shred with every strategy on, an event id names exactly one event."""
-    events = spark.read.parquet(str(settings.BDRE_WAREHOUSE / "lake" / "events"))
+    events = spark.read.parquet(location("events"))
     assert events.count() == events.select("event_id").distinct().count()
 
 
@@ -247,9 +252,9 @@ def test_cross_batch_synthetic_gets_a_new_id_and_the_duplicate_context(
     assert (c["dup_cross_batch_synthetic"], c["dup_cross_batch_natural"]) == (1, 0)
     (row,) = atomic_rows(spark, settings, second.target_batch_id).collect()
     assert row["event_id"] != reused
-    duplicate = spark.read.parquet(
-        str(settings.BDRE_WAREHOUSE / "lake" / "com_snowplowanalytics_snowplow_duplicate_1")
-    ).filter(f"batch_id = {second.target_batch_id}")
+    duplicate = spark.read.parquet(location("com_snowplowanalytics_snowplow_duplicate_1")).filter(
+        f"batch_id = {second.target_batch_id}"
+    )
     (ctx,) = duplicate.collect()
     assert ctx["root_id"] == row["event_id"]
     assert reused in ctx["data"]
@@ -268,13 +273,13 @@ def test_an_expired_database_manifest_entry_no_longer_drops(pipeline, lake, spar
     assert c["dup_cross_batch_natural"] == 0 and c["rows_out"] == 10
 
 
-def test_an_expired_parquet_manifest_partition_is_pruned(pipeline, lake, spark, settings):
+def test_an_expired_parquet_manifest_partition_is_pruned(team, pipeline, lake, spark, settings):
     ingest, shred_job = pipeline("parquet", ttl_days=1)
     factory = EventFactory(seed=15)
     lines, _ = factory.batch(10)
     land(lake, "a.tsv", lines)
     run(ingest, shred_job)
-    root = settings.BDRE_WAREHOUSE / "manifests" / "default"
+    root = settings.BDRE_WAREHOUSE / f"team-{team.group.pk}" / "manifests" / "default"
     (today,) = root.glob("etl_date=*")
     today.rename(root / "etl_date=2000-01-01")
     land(lake, "b.tsv", lines)
@@ -306,7 +311,7 @@ def test_unreadable_contexts_are_kept_with_their_reason_and_the_event_is_kept(
     assert outcome.succeeded, outcome.error
     c = shred_counters(shred_job)
     assert (c["rows_out"], c["bad_rows"], c["bad_entities"]) == (2, 0, 1)
-    bad = spark.read.parquet(str(settings.BDRE_WAREHOUSE / "lake" / "events_bad_entities"))
+    bad = spark.read.parquet(location("events_bad_entities"))
     (row,) = bad.collect()
     assert (row["root_id"], row["source_column"], row["json"]) == (
         broken["event_id"],
@@ -343,7 +348,7 @@ def test_two_versions_of_one_model_land_in_its_table_and_a_new_model_in_another(
     land(lake, "a.tsv", [line_of(e) for e in events])
     outcome = run(ingest, shred_job)
     assert outcome.succeeded, outcome.error
-    page = spark.read.parquet(str(settings.BDRE_WAREHOUSE / "lake" / "com_acme_page_1"))
+    page = spark.read.parquet(location("com_acme_page_1"))
     assertDataFrameEqual(
         page.select("root_id", "schema_version", "data"),
         [
@@ -351,7 +356,7 @@ def test_two_versions_of_one_model_land_in_its_table_and_a_new_model_in_another(
             for i, v in enumerate(["1-0-0", "1-0-1", "1-0-0"])
         ],
     )
-    page_2 = spark.read.parquet(str(settings.BDRE_WAREHOUSE / "lake" / "com_acme_page_2"))
+    page_2 = spark.read.parquet(location("com_acme_page_2"))
     assert [(r["root_id"], r["schema_version"]) for r in page_2.collect()] == [
         (events[3]["event_id"], "2-0-0")
     ]
@@ -366,7 +371,7 @@ def test_versions_of_one_model_in_two_batches_keep_both_batches(pipeline, lake, 
     first = run(ingest, shred_job)
     land(lake, "b.tsv", [line_of(new)])
     second = run(ingest, shred_job)
-    page = spark.read.parquet(str(settings.BDRE_WAREHOUSE / "lake" / "com_acme_page_1"))
+    page = spark.read.parquet(location("com_acme_page_1"))
     assertDataFrameEqual(
         page.select("root_id", "schema_version", "batch_id"),
         [
@@ -390,9 +395,35 @@ def test_a_clean_batch_leaves_readable_tables_for_the_next_sql_step(team, lake, 
     outcome = run(ingest, shred_job)
     assert outcome.succeeded, outcome.error
     for table in ("events_bad", "events_bad_entities"):
-        empty = spark.read.parquet(str(settings.BDRE_WAREHOUSE / "lake" / table))
+        empty = spark.read.parquet(location(table))
         assert empty.count() == 0 and "reason" in empty.columns
-    after = spark.read.parquet(str(settings.BDRE_WAREHOUSE / "lake" / "after"))
+    after = spark.read.parquet(location("after"))
     assert sorted((r["event_id"], r["bad"]) for r in after.collect()) == sorted(
         (e["event_id"], 0) for e in events
     )
+
+
+@pytest.mark.parametrize("manifest", ["database", "parquet"])
+def test_two_teams_with_one_manifest_name_never_drop_each_others_events(
+    team, lake, spark, settings, manifest
+):
+    lines, _ = EventFactory(seed=34).batch(20)
+    theirs = lake.parent / "their-landing"
+    theirs.mkdir()
+    ours = shred_pipeline(team.application, lake, manifest=manifest)
+    other = shred_pipeline(team.other_application, theirs, manifest=manifest, prefix="their_")
+    land(lake, "a.tsv", lines)
+    land(theirs, "a.tsv", lines)  # the very same events, in the other team
+    run(*ours)
+    run(*other)
+    assert shred_counters(other[1])["dup_cross_batch_natural"] == 0
+    assert shred_counters(other[1])["rows_out"] == 20
+
+
+def test_a_manifest_name_that_is_a_path_is_refused(team, lake, spark, settings):
+    ingest, shred_job = shred_pipeline(
+        team.application, lake, manifest="parquet", manifest_name="../../team-1/manifests/x"
+    )
+    land(lake, "a.tsv", EventFactory(seed=35).batch(3)[0])
+    outcome = run(ingest, shred_job)
+    assert not outcome.succeeded and "dedup.manifest_name must be" in outcome.error

@@ -1,0 +1,29 @@
+"""Django admin for the installation's superusers only. Its pages edit raw rows past the
+services' checks (roles, lifecycle, queue): staff who are not superusers, team admins
+included, manage their teams in the UI and the API, where those checks hold."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest
+
+
+class SuperuserAdminSite(admin.AdminSite):
+    def has_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_active and request.user.is_superuser
+
+    @property
+    def login_form(self):  # imported late: this module loads before the auth models
+        from bdre.auth_forms import AdminLoginForm
+
+        return AdminLoginForm
+
+
+def refuse_unless_superuser(user) -> None:
+    if not user.is_superuser:
+        raise ValidationError(
+            "Django admin is for the installation's superusers; team admins manage their "
+            "team's members on the Teams page.",
+            code="invalid_login",
+        )

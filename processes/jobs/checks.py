@@ -1,0 +1,62 @@
+"""The checks a step kind makes of its own properties, for the registry to run when they are
+registered (docs/security.md). The steps make the same checks again when they run."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from batches.tables import TableNotWritable, check_name, split_name
+from processes.jobs.python_callable import RefusedCallable, resolve
+from processes.jobs.sql_guard import RefusedStatement, check_query
+
+
+class RefusedManifestName(ValueError):
+    pass
+
+
+MANIFEST_NAME = re.compile(r"[A-Za-z0-9_-]{1,48}")
+
+
+def check_manifest_name(name: str) -> None:
+    """A deduplication manifest's name is a plain word: it becomes a folder of the team's
+    (``../`` would reach another team's manifest) and a key in the database."""
+    if not MANIFEST_NAME.fullmatch(name):
+        raise RefusedManifestName(
+            f"dedup.manifest_name must be 1 to 48 letters, digits, _ or -, got {name!r}"
+        )
+
+
+REFUSED = (RefusedStatement, RefusedCallable, TableNotWritable, RefusedManifestName)
+
+# The tables a kind writes (group, key), and whether the value is a whole ``db.table`` or a
+# bare name: each becomes a folder of the team's (batches.tables).
+WRITTEN_TABLES = {
+    "spark.load": (("load", "table", True),),
+    "spark.cleanse": (("cleanse", "clean_table", True), ("cleanse", "invalid_table", True)),
+    "spark.sql": (("sql", "output_table", True),),
+    "spark.shred": (("shred", "database", False), ("shred", "atomic_table", False)),
+}
+
+
+def check_step_properties(kind: str, properties: Mapping[str, Mapping[str, object]]) -> None:
+    """Raise one of :data:`REFUSED` for a property that a step of ``kind`` would refuse to
+    run: a ``sql.query`` of ``spark.sql`` outside the sandbox, a ``callable.path`` of
+    ``python.callable`` outside ``BDRE_CALLABLES`` or naming no function, a table a Spark
+    kind writes whose name is no plain identifier (``../../etc.x``)."""
+    if kind == "spark.sql":
+        query = properties.get("sql", {}).get("query")
+        if query:
+            check_query(str(query))
+    elif kind == "python.callable":
+        path = properties.get("callable", {}).get("path")
+        if path:
+            resolve(str(path))
+    elif kind == "spark.shred":
+        name = properties.get("dedup", {}).get("manifest_name")
+        if name is not None:
+            check_manifest_name(str(name))
+    for group, key, qualified in WRITTEN_TABLES.get(kind, ()):
+        value = properties.get(group, {}).get(key)
+        if value:
+            check_name(*split_name(str(value)) if qualified else (str(value), "t"))

@@ -1,0 +1,270 @@
+"""Issue 18, hole 1: a team developer's ``spark.sql`` step runs only a query over registered
+tables. Each attack is written as he would write it: through the API (a 400 on the property)
+and, for a property changed behind the registry's back, through the step with a real Spark
+session (the run fails with the reason, and nothing the statement reached lands anywhere)."""
+
+from __future__ import annotations
+
+import pytest
+
+from batches.models import HiveTable
+from processes import orchestrator
+from processes.jobs import spark_sql
+from processes.models import ExecState, InstanceExec, Process, ProcessLog, Property
+from processes.registry import StepSpec, create_job
+from tests.api import api_as
+from tests.factories import JOB_TYPE
+
+pytestmark = pytest.mark.django_db
+SCAN, LOAD, SQL = 52, 53, 56
+
+# One statement per refused form, with the words the run's error must carry.
+ATTACKS = [
+    (
+        "SELECT TRANSFORM(id) USING 'sh -c \"cat /etc/passwd\"' AS (line) FROM lake.things",
+        "TRANSFORM",
+    ),
+    ("SELECT value FROM text.`file:///etc/passwd`", "by path"),
+    ("SELECT * FROM parquet.`{warehouse}/other_team/orders`", "by path"),
+    ("SELECT * FROM csv.`/etc/passwd`", "by path"),
+    ("SELECT * FROM json.`/etc/passwd`", "by path"),
+    ("SELECT * FROM orc.`/etc`", "by path"),
+    ("SELECT * FROM binaryFile.`/etc/passwd`", "by path"),
+    ("CREATE TABLE lake.x LOCATION '/tmp/elsewhere' AS SELECT 1 AS a", "LOCATION"),
+    ("ADD JAR /tmp/evil.jar", "ADD JAR"),
+    ("ADD FILE /etc/passwd", "ADD JAR"),
+    ("ADD ARCHIVE /tmp/evil.zip", "ADD JAR"),
+    ("CREATE FUNCTION pwn AS 'com.evil.Udf' USING JAR '/tmp/evil.jar'", "USING JAR"),
+    ("SELECT reflect('java.lang.System', 'getProperty', 'user.home') AS home", "reflect"),
+    ("SELECT java_method('java.lang.System', 'getenv', 'SECRET_KEY') AS key", "java_method"),
+    ("SELECT try_reflect('java.lang.System', 'getenv', 'SECRET_KEY') AS key", "try_reflect"),
+    ("SET spark.sql.runSQLOnFiles=true", "SET"),
+    ("RESET spark.sql.runSQLOnFiles", "RESET"),
+    ("INSERT INTO lake.things SELECT * FROM lake.things", "DDL and DML"),
+    ("DROP TABLE lake.things", "single SELECT"),
+    ("SELECT 1 AS a; SELECT value FROM text.`/etc/passwd`", "one statement"),
+]
+
+
+@pytest.fixture
+def lake(tmp_path, settings, spark):
+    settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
+    (tmp_path / "landing").mkdir()
+    return tmp_path
+
+
+def sql_job(team, name: str, query: str, upstream=None, output: str = "lake.stolen"):
+    return create_job(
+        bus_domain=team.application,
+        name=name,
+        process_type_id=JOB_TYPE,
+        steps=[
+            StepSpec(
+                f"{name}_sql",
+                SQL,
+                upstream=[u.pk for u in upstream or []],
+                properties={"sql": {"query": query, "output_table": output}},
+            )
+        ],
+    )
+
+
+def behind_the_registry(job: Process, query: str) -> None:
+    """The property changed where no service checks it (a database edit, an old row)."""
+    Property.objects.filter(process__parent=job, config_group="sql", key="query").update(
+        value=query
+    )
+
+
+def assert_refused_and_nothing_written(job: Process, outcome, reason: str, warehouse) -> None:
+    assert not outcome.succeeded
+    run = InstanceExec.objects.filter(process__parent=job).get()
+    assert run.exec_state_id == ExecState.FAILED
+    assert "Spark SQL refused" in run.error and reason.lower() in run.error.lower()
+    log = ProcessLog.objects.get(instance_exec=run, message_id="sql.refused")
+    assert reason.lower() in log.message.lower()
+    assert not HiveTable.objects.filter(table_name="stolen").exists()
+    written = [p for p in warehouse.rglob("*") if p.is_file()] if warehouse.exists() else []
+    assert not any(b"root:" in p.read_bytes() for p in written)
+
+
+def pipeline(team, query: str) -> dict:
+    return {
+        "name": "report",
+        "application": team.application.name,
+        "process_type": "generic-job",
+        "steps": [
+            {
+                "name": "report_sql",
+                "process_type": "generic-sql",
+                "properties": {"sql": {"query": query, "output_table": "lake.stolen"}},
+            }
+        ],
+    }
+
+
+# --- at registration: a 400 on the property -----------------------------------------------
+
+
+@pytest.mark.parametrize(("attack", "reason"), ATTACKS)
+def test_a_developer_cannot_register_a_statement_outside_the_sandbox(team, attack, reason):
+    response = api_as(team.developer).post(
+        "/api/v1/processes/pipeline/",
+        pipeline(team, attack.replace("{warehouse}", "/srv/warehouse")),
+        format="json",
+    )
+    assert response.status_code == 400, response.content
+    assert "Spark SQL refused" in response.content.decode()
+    assert reason.lower() in response.content.decode().lower()
+    assert not Process.objects.filter(name__startswith="report").exists()
+
+
+def test_a_developer_cannot_change_a_query_into_an_attack_through_the_properties_api(team):
+    job = sql_job(team, "report", "SELECT 1 AS a")
+    prop = Property.objects.get(process__parent=job, key="query")
+    dev = api_as(team.developer)
+    response = dev.patch(
+        f"/api/v1/properties/{prop.pk}/",
+        {"value": "SELECT value FROM text.`file:///etc/passwd`"},
+        format="json",
+    )
+    assert response.status_code == 400, response.content
+    assert "by path" in response.json()["value"][0]
+    created = dev.post(
+        "/api/v1/properties/",
+        {
+            "process": prop.process_id,
+            "config_group": "sql",
+            "key": "query2",
+            "value": "SELECT 1",
+        },
+        format="json",
+    )
+    assert created.status_code == 201, created.content  # only sql.query is a statement
+    prop.refresh_from_db()
+    assert prop.value == "SELECT 1 AS a"
+
+
+# --- when the step runs: the run fails with the reason ------------------------------------
+
+
+@pytest.mark.parametrize(("attack", "reason"), ATTACKS)
+def test_a_statement_outside_the_sandbox_fails_its_run_and_writes_nothing(
+    team, lake, attack, reason
+):
+    job = sql_job(team, "report", "SELECT 1 AS a")
+    behind_the_registry(job, attack.replace("{warehouse}", str(lake / "warehouse")))
+    outcome = orchestrator.run_job(job.pk)
+    assert_refused_and_nothing_written(job, outcome, reason, lake / "warehouse")
+
+
+def test_placeholders_are_rendered_before_the_statement_is_checked(team, lake):
+    job = sql_job(team, "report", "SELECT 1 AS a")
+    behind_the_registry(
+        job, "SELECT * FROM text.`/etc/passwd` WHERE {target_batch_id} IN ({batch_ids})"
+    )
+    outcome = orchestrator.run_job(job.pk)
+    assert_refused_and_nothing_written(job, outcome, "by path", lake / "warehouse")
+
+
+# Spark's own layer, should a statement get past the guard: the session's settings and
+# Spark's grammar refuse each form again.
+SPARK_REFUSES = [
+    ("SELECT value FROM text.`file:///etc/passwd`", "TABLE_OR_VIEW_NOT_FOUND"),
+    ("SELECT * FROM binaryFile.`/etc/passwd`", "TABLE_OR_VIEW_NOT_FOUND"),
+    ("SELECT TRANSFORM(1) USING 'cat /etc/passwd' AS (line)", "SQL_RESTRICTED_MODE"),
+    ("SELECT reflect('java.lang.System', 'getProperty', 'user.home') AS home", "RESTRICTED"),
+    ("SELECT java_method('java.lang.System', 'getenv', 'PATH') AS p", "RESTRICTED"),
+    ("SELECT try_reflect('java.lang.System', 'getenv', 'PATH') AS p", "RESTRICTED"),
+    ("SET spark.sql.runSQLOnFiles=true", "one query"),
+    ("ADD JAR /tmp/evil.jar", "one query"),
+    ("CREATE TABLE lake.x LOCATION '/tmp/elsewhere' AS SELECT 1 AS a", "one query"),
+    ("INSERT INTO lake.stolen SELECT 1", "one query"),
+]
+
+
+@pytest.mark.parametrize(("attack", "reason"), SPARK_REFUSES)
+def test_with_the_guard_bypassed_spark_itself_still_refuses(
+    team, lake, monkeypatch, attack, reason
+):
+    monkeypatch.setattr(spark_sql, "check_statement", lambda statement: None)
+    job = sql_job(team, "report", "SELECT 1 AS a")
+    behind_the_registry(job, attack)
+    outcome = orchestrator.run_job(job.pk)
+    assert not outcome.succeeded
+    run = InstanceExec.objects.filter(process__parent=job).get()
+    assert reason.lower() in run.error.lower()
+    assert not HiveTable.objects.filter(table_name="stolen").exists()
+
+
+def test_the_session_cannot_be_talked_out_of_restricted_mode(spark):
+    from pyspark.errors import AnalysisException
+
+    assert spark.conf.get("spark.sql.runSQLOnFiles") == "false"
+    with pytest.raises(AnalysisException, match="CANNOT_MODIFY_STATIC_CONFIG"):
+        spark.conf.set("spark.sql.restrictedMode.enabled", "false")
+
+
+# --- and a semantic query still runs ------------------------------------------------------
+
+
+def test_a_semantic_query_with_a_cte_a_join_a_window_and_aggregates_still_runs(team, lake, spark):
+    landing = lake / "landing"
+    (landing / "orders.json").write_text(
+        '{"id": 1, "cust": "a", "amount": 2.5}\n{"id": 2, "cust": "a", "amount": 4.0}\n'
+        '{"id": 3, "cust": "b", "amount": 1.0}\n{"id": 4, "cust": "c", "amount": 9.0}\n'
+    )
+    ingest = create_job(
+        bus_domain=team.application,
+        name="ingest",
+        process_type_id=JOB_TYPE,
+        steps=[
+            StepSpec(
+                "ingest_scan",
+                SCAN,
+                properties={"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}},
+            )
+        ],
+    )
+    orders = create_job(
+        bus_domain=team.application,
+        name="orders",
+        process_type_id=JOB_TYPE,
+        steps=[
+            StepSpec(
+                "orders_load",
+                LOAD,
+                upstream=[ingest.pk],
+                properties={"load": {"format": "json", "table": "lake.orders"}},
+            ),
+            StepSpec(
+                "orders_rank",
+                SQL,
+                properties={
+                    "sql": {
+                        "query": """
+                            WITH o AS (
+                                SELECT cust, amount FROM lake.orders
+                                WHERE batch_id IN ({batch_ids})
+                            ),
+                            c AS (SELECT DISTINCT cust FROM lake.orders)
+                            SELECT c.cust, count(*) AS n, sum(o.amount) AS total,
+                                   rank() OVER (ORDER BY sum(o.amount) DESC) AS place
+                            FROM c JOIN o ON o.cust = c.cust
+                            GROUP BY c.cust
+                        """,
+                        "output_table": "lake.customer_rank",
+                    }
+                },
+            ),
+        ],
+    )
+    assert orchestrator.run_job(ingest.pk).succeeded
+    outcome = orchestrator.run_job(orders.pk)
+    assert outcome.succeeded, outcome.error
+    rows = spark.read.parquet(HiveTable.objects.get(table_name="customer_rank").location)
+    assert sorted((r["cust"], r["n"], r["total"], r["place"]) for r in rows.collect()) == [
+        ("a", 2, 6.5, 2),
+        ("b", 1, 1.0, 3),
+        ("c", 1, 9.0, 1),
+    ]
