@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 
 from processes.jobs import Counters, JobContext, register, shred
 from processes.jobs.manifest import Manifest, open_manifest
-from processes.jobs.spark_io import spark_path, start, write_batch
+from processes.jobs.spark_io import spark_path, start, team_of, write_batch
 from processes.jobs.spark_session import get_spark
 
 logger = logging.getLogger(__name__)
@@ -187,7 +187,7 @@ def spark_shred(context: JobContext) -> Counters:
     result = shred_and_dedupe(
         raw,
         run_id=context.target_batch_id,
-        manifest=manifest_of(spark, dedup, enabled, context.step.bus_domain.team_id),
+        manifest=manifest_of(spark, dedup, enabled, team_of(context)),
         enabled=enabled,
     )
     counters = {"files": len(context.files), **result.counters}

@@ -24,7 +24,7 @@ from batches import tables
 from lineage.extract import record_query
 from lineage.models import LineageQuery, QueryKind
 from processes.jobs import Counters, JobContext, register
-from processes.jobs.spark_io import input_batches, start, write_batch
+from processes.jobs.spark_io import input_batches, start, team_of, write_batch
 from processes.jobs.spark_session import get_spark
 from processes.jobs.sql_guard import RefusedStatement, check_statement, render
 
@@ -132,7 +132,7 @@ def spark_sql(context: JobContext) -> Counters:
         instance_exec_id=context.step_run_id,
     )
     start(context, spark)
-    team_id = context.step.bus_domain.team_id
+    team_id = team_of(context)
     # Before the query runs: a name shared read-only, or another team's folder, is refused.
     tables.writable_table(team_id, database or "default", table)
     readable = register_tables(spark, team_id)
