@@ -12,6 +12,7 @@ from rest_framework.response import Response
 
 from batches import queue, tables
 from batches.filters import ArchiveFilter, BatchFilter, FileFilter, QueueFilter
+from batches.locations import LocationRefused
 from batches.models import (
     ArchiveConsumpQueue,
     Batch,
@@ -115,8 +116,13 @@ class FileViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
         request=RegisterFileInput,
         responses={
             201: RegisteredSerializer,
-            200: OpenApiResponse(RegisteredSerializer, description="already registered"),
-            409: OpenApiResponse(description="already registered by another application"),
+            200: OpenApiResponse(
+                RegisteredSerializer, description="already registered by the team"
+            ),
+            400: OpenApiResponse(
+                description="the path lies outside the team's storage roots (named in the "
+                "answer), or the input is not valid"
+            ),
             403: QUEUE_ERRORS[403],
             404: OpenApiResponse(ErrorSerializer, description="unknown process (102)"),
         },
@@ -138,21 +144,18 @@ class FileViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
             and not scope(request.user, Server.objects.filter(pk=args["server_id"])).exists()
         ):
             return Response({"server_id": ["Unknown server."]}, status=status.HTTP_400_BAD_REQUEST)
-        batch, created = queue.register_file_once(
-            source_process_id=args["source_process_id"],
-            path=args["path"],
-            file_size=args["file_size"],
-            file_hash=args["file_hash"],
-            creation_ts=args["creation_ts"],
-            server_id=args.get("server_id"),
-            batch_marking=args.get("batch_marking") or None,
-        )
-        if not created and not scope(request.user, Batch.objects.filter(pk=batch.pk)).exists():
-            # Registered by an application the caller cannot see: say so, show nothing of it.
-            return Response(
-                {"path": ["This file is already registered by another application."]},
-                status=status.HTTP_409_CONFLICT,
+        try:
+            batch, created = queue.register_file_once(
+                source_process_id=args["source_process_id"],
+                path=args["path"],
+                file_size=args["file_size"],
+                file_hash=args["file_hash"],
+                creation_ts=args["creation_ts"],
+                server_id=args.get("server_id"),
+                batch_marking=args.get("batch_marking") or None,
             )
+        except LocationRefused as exc:
+            return Response({"path": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
         rows = scope(request.user, BatchConsumpQueue.objects.filter(source_batch=batch))
         body = {
             "batch_id": batch.pk,

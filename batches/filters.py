@@ -5,7 +5,7 @@ from __future__ import annotations
 from django_filters import rest_framework as filters
 
 from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, File
-from bdre.filters import IdFilter, date_range
+from bdre.filters import FilterSet, IdFilter, date_range
 
 QUEUE_FIELDS = (
     "process",
@@ -18,7 +18,7 @@ QUEUE_FIELDS = (
 )
 
 
-class QueueFilter(filters.FilterSet):
+class QueueFilter(FilterSet):
     application = IdFilter(field_name="process__bus_domain")
     job = IdFilter(field_name="process__parent", help_text="rows of a job's steps")
     marking = filters.CharFilter(
@@ -42,7 +42,7 @@ class ArchiveFilter(QueueFilter):
         fields = (*QUEUE_FIELDS, "queue_id")
 
 
-class BatchFilter(filters.FilterSet):
+class BatchFilter(FilterSet):
     application = IdFilter(field_name="bus_domain")
     source_process = IdFilter(
         field_name="source_instance_exec__process", help_text="the job whose run produced it"
@@ -54,7 +54,7 @@ class BatchFilter(filters.FilterSet):
         fields = ("source_instance_exec", "batch_type")
 
 
-class FileFilter(filters.FilterSet):
+class FileFilter(FilterSet):
     application = IdFilter(field_name="batch__bus_domain")
     path_contains = filters.CharFilter(field_name="path", lookup_expr="icontains")
     created = date_range("creation_ts")

@@ -179,6 +179,13 @@ class File(models.Model):
     file_size = models.BigIntegerField()
     file_hash = models.CharField(max_length=128)
     creation_ts = models.DateTimeField()
+    # The team that registered it (its batch's team). A file is registered once per team: two
+    # teams granted one root each register its files for themselves, and neither learns of
+    # the other's registration. Null only on rows older than this column whose batch had no
+    # application.
+    team = models.ForeignKey(
+        Group, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
 
     team_lookup = "batch__bus_domain__team"
 
@@ -186,13 +193,14 @@ class File(models.Model):
         ordering = ["id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["server", "path", "file_hash"], name="file_unique_server_path_hash"
+                fields=["team", "server", "path", "file_hash"],
+                name="file_unique_team_server_path_hash",
             ),
             # NULLs are distinct in a unique index: local files (no server) need their own.
             models.UniqueConstraint(
-                fields=["path", "file_hash"],
+                fields=["team", "path", "file_hash"],
                 condition=Q(server__isnull=True),
-                name="file_unique_local_path_hash",
+                name="file_unique_team_local_path_hash",
             ),
             models.CheckConstraint(condition=Q(file_size__gte=0), name="file_size_not_negative"),
         ]

@@ -15,6 +15,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q, QuerySet, Subquery
 from django.utils import timezone
 
+from batches.locations import LocationRefused, check_location
 from batches.models import (
     CLAIMABLE_STATES,
     ArchiveConsumpQueue,
@@ -24,7 +25,7 @@ from batches.models import (
     File,
 )
 from bdre.errors import BdreError, Code
-from processes.models import ExecState, InstanceExec, Process
+from processes.models import ExecState, InstanceExec, Process, Server
 
 Queue = BatchConsumpQueue
 CLAIMABLE = CLAIMABLE_STATES
@@ -125,11 +126,23 @@ def register_file_once(
     server_id: int | None = None,
     batch_marking: str | None = None,
 ) -> tuple[Batch, bool]:
-    """:func:`register_file`, also telling whether this call registered the file."""
+    """:func:`register_file`, also telling whether this call registered the file.
+
+    The path must lie inside the job's team's storage roots (inside the server's root when
+    a server is named): :class:`~batches.locations.LocationRefused` otherwise, before any
+    look-up, so no answer tells whether another team registered that path."""
     job = _job(source_process_id)
     if file_size < 0:
         raise ValueError("file_size must not be negative")
-    existing = File.objects.filter(server_id=server_id, path=path, file_hash=file_hash).first()
+    server = Server.objects.filter(pk=server_id).first() if server_id is not None else None
+    if server_id is not None and server is None:
+        raise LocationRefused(f"server {server_id} is not a server of the team")
+    team_id = job.bus_domain.team_id
+    check_location(team_id, path, server=server)
+    # Registered once per team: another team's registration of the same file (a root granted
+    # to both) is neither returned nor a reason to refuse.
+    same = {"team_id": team_id, "server_id": server_id, "path": path, "file_hash": file_hash}
+    existing = File.objects.filter(**same).first()
     if existing is not None:
         return existing.batch, False
     now = timezone.now()
@@ -137,17 +150,10 @@ def register_file_once(
     try:
         # A concurrent registration of the same file may win the unique index.
         with transaction.atomic():
-            File.objects.create(
-                batch=batch,
-                server_id=server_id,
-                path=path,
-                file_size=file_size,
-                file_hash=file_hash,
-                creation_ts=creation_ts,
-            )
+            File.objects.create(batch=batch, file_size=file_size, creation_ts=creation_ts, **same)
     except IntegrityError:
         batch.delete()
-        found = File.objects.get(server_id=server_id, path=path, file_hash=file_hash)
+        found = File.objects.get(**same)
         return found.batch, False
     if batch_marking is None:
         batch_marking = timezone.localtime(creation_ts).date().isoformat()
@@ -412,6 +418,7 @@ def register_files(
     File.objects.bulk_create(
         File(
             batch=batch,
+            team_id=job.bus_domain.team_id,
             server_id=server_id,
             path=f.path,
             file_size=f.file_size,

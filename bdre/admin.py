@@ -3,9 +3,16 @@ from __future__ import annotations
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from rest_framework.authtoken.models import TokenProxy
 
 from bdre.access import scope
 from bdre.models import ApiToken, Membership
+
+# DRF's own tokens authenticate nothing here (bdre.authentication reads ApiToken; the app
+# stays installed for the migration that copied its keys): an admin page for them would
+# only mislead.
+if admin.site.is_registered(TokenProxy):
+    admin.site.unregister(TokenProxy)
 
 
 class ScopedAdmin(admin.ModelAdmin):

@@ -8,9 +8,11 @@ import sys
 from dataclasses import asdict, is_dataclass
 from datetime import date, datetime
 
-from django.core.management.base import BaseCommand
+from django.contrib.auth.models import Group
+from django.core.management.base import BaseCommand, CommandError
 
 from bdre.errors import BdreError
+from bdre.ids import is_id
 
 
 def _default(value: object) -> object:
@@ -19,6 +21,15 @@ def _default(value: object) -> object:
     if is_dataclass(value) and not isinstance(value, type):
         return asdict(value)
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def team_named(key: str) -> Group:
+    """A team by id or by name (team names are unique in the installation), for the
+    commands' ``--team``: the names of applications and processes are per team."""
+    team = Group.objects.filter(**({"pk": int(key)} if is_id(key) else {"name": key})).first()
+    if team is None:
+        raise CommandError(f"No team {key!r}.")
+    return team
 
 
 class JsonCommand(BaseCommand):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC
 
 from django.core.exceptions import ValidationError
+from django.db import models
 from django_filters import fields
 from django_filters import rest_framework as filters
 
@@ -53,3 +54,28 @@ class IdFilter(filters.NumberFilter):
         kwargs.setdefault("max_value", MAX_ID)
         kwargs.setdefault("decimal_places", 0)
         super().__init__(*args, **kwargs)
+
+
+class FilterSet(filters.FilterSet):
+    """A FilterSet whose relation filters take a plain id and match it against the rows the
+    list already shows (each list is scoped first). django-filter's own model choice filter
+    looks the id up among all rows of every team and answers 400 for an id of no row but
+    an empty list for an id of another team's row, which tells whether that row exists."""
+
+    @classmethod
+    def filter_for_lookup(cls, field, lookup_type):
+        target = getattr(field, "target_field", None)
+        if (
+            field.is_relation
+            and not field.many_to_many
+            and lookup_type == "exact"
+            and isinstance(target, (models.AutoField, models.BigAutoField, models.IntegerField))
+        ):
+            return IdFilter, {}
+        return super().filter_for_lookup(field, lookup_type)
+
+
+class FilterBackend(filters.DjangoFilterBackend):
+    """DRF's filter backend with :class:`FilterSet` for the lists' ``filterset_fields``."""
+
+    filterset_base = FilterSet

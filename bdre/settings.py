@@ -195,7 +195,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [
-        "django_filters.rest_framework.DjangoFilterBackend",
+        "bdre.filters.FilterBackend",  # relation filters by plain id (bdre/filters.py)
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -273,6 +273,10 @@ BDRE_HEARTBEAT_SECONDS = env_float("BDRE_HEARTBEAT_SECONDS", 10.0)
 # The reaper of expired runs, scheduled in Beat.
 BDRE_REAPER_SECONDS = env_int("BDRE_REAPER_SECONDS", 60)
 BDRE_WAREHOUSE = Path(env_str("BDRE_WAREHOUSE", str(VAR_DIR / "warehouse"))).resolve()
+# Each team owns <BDRE_LANDING>/team-<id>/ for the files it lands; steps and file
+# registrations name locations only inside their team's folders here and under
+# BDRE_WAREHOUSE, or inside the root of a Server granted to the team (docs/security.md).
+BDRE_LANDING = Path(env_str("BDRE_LANDING", str(VAR_DIR / "landing"))).resolve()
 # python.callable steps call only functions defined under these dotted prefixes, matched by
 # whole segments (docs/security.md). Development and tests add the tests' step bodies; the
 # production image has no tests package.

@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.contrib.auth.models import Group
 from django.db.models import Count
 from rest_framework import mixins, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
 
 from batches.models import BatchStatus
 from bdre import teams as team_service
@@ -17,6 +19,10 @@ from lineage.models import LineageNodeType, LineageQueryType
 from processes.models import ExecStatus, ProcessType, WorkflowType
 
 
+def names_teams(user) -> bool:
+    return bool(user.is_staff or user.is_superuser)
+
+
 class TeamViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -26,7 +32,14 @@ class TeamViewSet(
     viewsets.GenericViewSet,
 ):
     """The teams the user belongs to (all of them for a superuser). Staff create teams and
-    become their first admin; a team's admins rename it; superusers delete an empty one."""
+    become their first admin; staff admins of a team rename it; superusers delete an empty
+    one.
+
+    Team names are unique in the installation (Django's ``Group``), unlike every other name
+    (docs/security.md, "Names are per team"): "a team of that name exists" would tell anyone
+    who may name a team the names of teams he is not in. So only staff, who set up the
+    installation's teams, name them, and a user who may not is refused before his name is
+    looked at."""
 
     lookup_value_regex = ID_REGEX  # anything else is a 404, never a 500
     serializer_class = TeamSerializer
@@ -37,9 +50,20 @@ class TeamViewSet(
     def get_queryset(self):
         return teams(self.request.user).annotate(member_count=Count("memberships")).order_by("name")
 
+    def create(self, request: Request, *args, **kwargs) -> Response:
+        if not names_teams(request.user):
+            self.permission_denied(request, "Only staff create teams.")
+        return super().create(request, *args, **kwargs)
+
+    def update(self, request: Request, *args, **kwargs) -> Response:
+        require_role(request.user, self.get_object(), Role.ADMIN)
+        if not names_teams(request.user):
+            self.permission_denied(
+                request, "Team names are unique in the installation: staff rename teams."
+            )
+        return super().update(request, *args, **kwargs)
+
     def perform_create(self, serializer: TeamSerializer) -> None:
-        if not self.request.user.is_staff:
-            self.permission_denied(self.request, "Only staff create teams.")
         serializer.instance = team_service.create_team(
             serializer.validated_data["name"], self.request.user
         )

@@ -29,8 +29,8 @@ class LineageQueryAdmin(ScopedAdmin):
 
 @admin.register(LineageNode)
 class LineageNodeAdmin(ScopedAdmin):
-    list_display = ("id", "qualified_name", "node_type", "container_node", "node_order")
-    list_filter = ("node_type",)
+    list_display = ("id", "qualified_name", "team", "node_type", "container_node", "node_order")
+    list_filter = ("node_type", "team")
     search_fields = ("qualified_name", "display_name")
     raw_id_fields = ("container_node",)
 

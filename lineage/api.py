@@ -1,10 +1,12 @@
 """REST: lineage queries (register one and get its lineage), nodes with the upstream and
 downstream impact of a column, relations, and graphs of a table, a column, a process or a
-batch as JSON, SVG or DOT. Everything is scoped to the user's teams."""
+batch as JSON, SVG or DOT. Everything is scoped to the user's teams: lineage nodes,
+relations and queries through ``lineage.visibility``, the one selector of what lineage a user
+may see (docs/security.md, "Lineage shows only what the user may see")."""
 
 from __future__ import annotations
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -20,9 +22,10 @@ from bdre.access import scope
 from bdre.api import ScopedViewSet, require_role
 from bdre.ids import ID_REGEX
 from lineage import graph as graphs
+from lineage import visibility
 from lineage.extract import StatementTooDeep, known_schema, register_query
 from lineage.filters import LineageNodeFilter, LineageQueryFilter, LineageRelationFilter
-from lineage.models import LineageNode, LineageQuery, LineageRelation
+from lineage.models import LineageQuery
 from lineage.serializers import (
     DIALECTS,
     GraphSerializer,
@@ -47,10 +50,6 @@ def _depth(request: Request, default: int = 10) -> int:
     if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= 50:
         raise exceptions.ValidationError({"depth": ["A whole number from 1 to 50."]})
     return int(raw)
-
-
-def visible_relations(user) -> QuerySet[LineageRelation]:
-    return scope(user, LineageRelation.objects.all())
 
 
 class LineageQueryViewSet(ScopedViewSet):
@@ -85,10 +84,10 @@ class LineageQueryViewSet(ScopedViewSet):
         data.is_valid(raise_exception=True)
         args = data.validated_data
         require_role(request.user, self.owner_team(args), self.write_role)
-        # The tables the process's steps may read, as the step itself would resolve them.
-        team_tables = tables.readable_queryset(self.owner_team(args).pk)
-        team_nodes = scope(request.user, LineageNode.objects.all())
-        known = known_schema(team_tables, team_nodes)
+        # The tables the process's steps may read, as the step itself would resolve them,
+        # and what the team's own lineage knows: never another team's columns of a name.
+        team = self.owner_team(args)
+        known = known_schema(tables.readable_queryset(team.pk), visibility.team_nodes(team.pk))
         try:
             query = register_query(
                 args["query_string"],
@@ -109,13 +108,19 @@ class LineageQueryViewSet(ScopedViewSet):
     @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
     def relations(self, request: Request, pk: str) -> Response:
         query = self.get_object()
-        rows = query.relations.select_related("src_node", "target_node").order_by("id")
+        rows = (
+            visibility.relations(request.user)
+            .filter(query=query)
+            .select_related("src_node", "target_node")
+            .order_by("id")
+        )
         return Response(LineageRelationSerializer(rows, many=True).data)
 
 
 class LineageNodeViewSet(viewsets.ReadOnlyModelViewSet):
-    """Tables and columns (one node each, shared by every query that touched them) that a
-    query of one of the user's teams read or wrote. ``upstream`` and ``downstream`` give the
+    """Tables and columns (one node each per team, shared by every query of the team that
+    touched them) that a query of one of the user's teams read or wrote: another team's
+    table of the same name is another node, never listed. ``upstream`` and ``downstream`` give the
     impact of a node: every node its value comes from or flows into, nearest first."""
 
     lookup_value_regex = ID_REGEX
@@ -123,15 +128,20 @@ class LineageNodeViewSet(viewsets.ReadOnlyModelViewSet):
     ordering_fields = ("id", "qualified_name", "update_ts")
 
     def get_queryset(self):
-        return scope(self.request.user, LineageNode.objects.all()).order_by("qualified_name", "id")
+        return visibility.nodes(self.request.user).order_by("qualified_name", "id")
 
     def get_serializer_class(self):
         return LineageNodeDetailSerializer if self.action == "retrieve" else LineageNodeSerializer
 
     def _impact(self, request: Request, upstream: bool) -> Response:
         node = self.get_object()
+        user = request.user
         found = graphs.impact(
-            node, visible_relations(request.user), upstream=upstream, depth=_depth(request, 50)
+            node,
+            visibility.relations(user),
+            upstream=upstream,
+            depth=_depth(request, 50),
+            nodes=visibility.nodes(user),
         )
         return Response(ImpactSerializer(found, many=True).data)
 
@@ -160,8 +170,8 @@ class LineageRelationViewSet(viewsets.ReadOnlyModelViewSet):
     ordering_fields = ("id",)
 
     def get_queryset(self):
-        rows = LineageRelation.objects.select_related("src_node", "target_node")
-        return scope(self.request.user, rows).order_by("id")
+        rows = visibility.relations(self.request.user).select_related("src_node", "target_node")
+        return rows.order_by("id")
 
 
 # --- graphs ----------------------------------------------------------------------------------
@@ -233,13 +243,14 @@ class GraphView(APIView):
     def _graph(self, request: Request, kind: str, pk: int) -> graphs.Graph:
         user = request.user
         if kind in ("table", "column"):
-            node = get_object_or_404(scope(user, LineageNode.objects.all()), pk=pk)
-            relations = visible_relations(user)
+            nodes = visibility.nodes(user)
+            node = get_object_or_404(nodes, pk=pk)
+            relations = visibility.relations(user)
             if kind == "table":
                 if node.container_node_id:
-                    node = node.container_node
-                return graphs.table_graph(node, relations, depth=_depth(request))
-            return graphs.column_graph(node, relations, depth=_depth(request))
+                    node = get_object_or_404(nodes, pk=node.container_node_id)
+                return graphs.table_graph(node, relations, depth=_depth(request), nodes=nodes)
+            return graphs.column_graph(node, relations, depth=_depth(request), nodes=nodes)
         if kind == "process":
             job = get_object_or_404(
                 scope(user, Process.objects.filter(deleted=False)).select_related("parent"), pk=pk

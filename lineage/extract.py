@@ -2,9 +2,10 @@
 columns, through which functions, across joins, subqueries, CTEs, ``SELECT *`` (expanded from
 the tables' schemas), aggregates, window functions and unions.
 
-``extract`` is pure (SQL and schemas in, edges out); ``record`` stores the result as shared
-nodes (one per table and per column, reused by every query and run) and the query's
-relations. A statement that cannot be parsed or resolved is kept with the reason.
+``extract`` is pure (SQL and schemas in, edges out); ``record`` stores the result as nodes
+of the query's team (one per table and per column, reused by every query and run of that
+team; another team's ``sales.orders`` is another node) and the query's relations. A
+statement that cannot be parsed or resolved is kept with the reason.
 
 Lineage never guesses: a statement over a table no schema knows, a ``SELECT *`` over a table
 known only from the columns earlier queries touched, or an ``INSERT`` whose columns cannot be
@@ -342,14 +343,40 @@ def _is_cte(table: exp.Table, query: exp.Expression) -> bool:
 # --- storing ------------------------------------------------------------------------------
 
 
-def _node(qualified_name: str, kind: NodeKind, container: LineageNode | None, order: int = 0):
+def _node(
+    qualified_name: str,
+    kind: NodeKind,
+    container: LineageNode | None,
+    order: int = 0,
+    *,
+    team_id: int | None = None,
+) -> LineageNode:
+    """The node of ``qualified_name``: a table of team ``team_id``, or a column of
+    ``container`` (its table's team)."""
     display = qualified_name.rsplit(".", 1)[-1] if container else qualified_name
+    defaults = {"node_type_id": kind, "display_name": display, "node_order": order}
+    if container is not None:
+        node, _ = LineageNode.objects.get_or_create(
+            container_node=container,
+            qualified_name=qualified_name,
+            defaults={**defaults, "team_id": container.team_id},
+        )
+        return node
     node, _ = LineageNode.objects.get_or_create(
-        container_node=container,
-        qualified_name=qualified_name,
-        defaults={"node_type_id": kind, "display_name": display, "node_order": order},
+        container_node=None, team_id=team_id, qualified_name=qualified_name, defaults=defaults
     )
     return node
+
+
+def query_team_id(query: LineageQuery) -> int | None:
+    """The team whose nodes a query's lineage lands on: its process's (None without one)."""
+    if query.process_id is None:
+        return None
+    return (
+        LineageQuery.objects.filter(pk=query.pk)
+        .values_list("process__bus_domain__team_id", flat=True)
+        .first()
+    )
 
 
 def dot_label(functions: tuple[str, ...] | list[str]) -> str:
@@ -367,10 +394,13 @@ def edge_functions(relation_dot: str) -> list[str]:
 
 @transaction.atomic
 def record(query: LineageQuery, extracted: Extracted) -> list[LineageRelation]:
-    """Store the nodes (reused when they exist) and the query's relations: table to table,
-    and column to column with the functions on the way as the edge's DOT label."""
+    """Store the nodes (the query's team's, reused when they exist) and the query's
+    relations: table to table, and column to column with the functions on the way as the
+    edge's DOT label."""
+    team_id = query_team_id(query)
     tables = {
-        name: _node(name, NodeKind.TABLE, None) for name in [extracted.target, *extracted.sources]
+        name: _node(name, NodeKind.TABLE, None, team_id=team_id)
+        for name in [extracted.target, *extracted.sources]
     }
     target = tables[extracted.target]
     columns = {
@@ -458,11 +488,13 @@ class KnownSchema:
 
 def known_schema(tables, nodes) -> KnownSchema:
     """``{db: {table: {column: type}}}`` from registered tables (``HiveTable`` querysets: their
-    DDL) and from table nodes with their column nodes; a registered table's types win, and a
-    table known only from nodes is known partly."""
+    DDL) and from the table nodes of ``nodes`` with their column nodes in ``nodes`` (give one
+    team's, ``lineage.visibility.team_nodes``: another team's columns of a name never become
+    known); a registered table's types win, and a table known only from nodes is known
+    partly."""
     schema: dict[str, dict[str, dict[str, str]]] = {}
     for table_node, column in (
-        LineageNode.objects.filter(container_node__in=nodes.filter(container_node__isnull=True))
+        nodes.filter(container_node__in=nodes.filter(container_node__isnull=True))
         .exclude(display_name="*")  # left by queries read before lineage stopped guessing
         .order_by("container_node_id", "node_order", "id")
         .values_list("container_node__qualified_name", "display_name")

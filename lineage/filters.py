@@ -5,11 +5,11 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 from django_filters import rest_framework as filters
 
-from bdre.filters import IdFilter, date_range
+from bdre.filters import FilterSet, IdFilter, date_range
 from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind
 
 
-class LineageQueryFilter(filters.FilterSet):
+class LineageQueryFilter(FilterSet):
     created = date_range("create_ts")
     failed = filters.BooleanFilter(method="filter_failed", help_text="only queries not parsed")
     job = IdFilter(field_name="process__parent", help_text="queries of a job's steps")
@@ -24,7 +24,7 @@ class LineageQueryFilter(filters.FilterSet):
         return queryset.exclude(parse_error="") if value else queryset.filter(parse_error="")
 
 
-class LineageNodeFilter(filters.FilterSet):
+class LineageNodeFilter(FilterSet):
     q = filters.CharFilter(
         field_name="qualified_name", lookup_expr="icontains", help_text="part of the name"
     )
@@ -43,7 +43,7 @@ class LineageNodeFilter(filters.FilterSet):
         return queryset.filter(node_type_id=NodeKind[value.upper()]) if value else queryset
 
 
-class LineageRelationFilter(filters.FilterSet):
+class LineageRelationFilter(FilterSet):
     node = IdFilter(method="filter_node", help_text="relations from or to a node")
 
     class Meta:

@@ -1,6 +1,8 @@
 """Graphs of what BDRE knows, and their drawings: table-level and column-level lineage, a
 job's workflow of steps coloured by its last run, a batch's provenance. Builders read the
-database through querysets the caller has already scoped to the user (``bdre.access.scope``);
+database through querysets the caller has already scoped to the user (``bdre.access.scope``;
+for lineage, ``lineage.visibility``: a node not in the ``nodes`` given is dropped, with its
+edges);
 ``to_svg`` draws with the layered layout of ``lineage.layout``, ``to_dot`` writes Graphviz."""
 
 from __future__ import annotations
@@ -153,53 +155,72 @@ class Impact:
     functions: list[str]
 
 
+def _shown(nodes: QuerySet[LineageNode] | None) -> QuerySet[LineageNode]:
+    return LineageNode.objects.all() if nodes is None else nodes
+
+
 def impact(
     node: LineageNode,
     relations: QuerySet[LineageRelation],
     *,
     upstream: bool,
     depth: int = 50,
+    nodes: QuerySet[LineageNode] | None = None,
 ) -> list[Impact]:
     """Every node the value of ``node`` comes from (``upstream``) or flows into, nearest
-    first, with the functions on the edges that reach it."""
+    first, with the functions on the edges that reach it; only nodes of ``nodes`` (all when
+    None)."""
     rows = _walk_relations([node.pk], relations, upstream=upstream, depth=depth)
     best: dict[int, tuple[int, set[str]]] = {}
     for src, dst, functions, distance in rows:
         reached = src if upstream else dst
         old = best.get(reached, (distance, set()))
         best[reached] = (min(old[0], distance), old[1] | set(functions))
-    nodes = LineageNode.objects.in_bulk(list(best))
+    found_nodes = _shown(nodes).in_bulk(list(best))
     found = [
         Impact(
             pk,
-            nodes[pk].qualified_name,
-            "column" if nodes[pk].container_node_id else "table",
+            found_nodes[pk].qualified_name,
+            "column" if found_nodes[pk].container_node_id else "table",
             distance,
             sorted(functions),
         )
         for pk, (distance, functions) in best.items()
+        if pk in found_nodes
     ]
     return sorted(found, key=lambda i: (i.distance, i.qualified_name))
 
 
 def _lineage_graph(
-    kind: str, title: str, start: list[LineageNode], relations, depth: int, focus: set[int]
+    kind: str,
+    title: str,
+    start: list[LineageNode],
+    relations,
+    depth: int,
+    focus: set[int],
+    nodes: QuerySet[LineageNode] | None,
 ) -> Graph:
     graph = Graph(kind, title)
     ids = [n.pk for n in start]
     rows = _walk_relations(ids, relations, upstream=True, depth=depth)
     rows += _walk_relations(ids, relations, upstream=False, depth=depth)
     wanted = set(ids) | {r[0] for r in rows} | {r[1] for r in rows}
-    nodes = LineageNode.objects.in_bulk(list(wanted))
+    found = _shown(nodes).in_bulk(list(wanted))
     for pk in [*ids, *sorted(wanted - set(ids))]:
-        graph.add(_lineage_node(nodes[pk], focus=pk in focus))
+        if pk in found:  # a node not shown is dropped; link() then drops its edges
+            graph.add(_lineage_node(found[pk], focus=pk in focus))
     for src, dst, functions, _ in sorted(rows, key=lambda r: (r[3], r[0], r[1])):
         graph.link(f"n{src}", f"n{dst}", ", ".join(functions))
     return graph
 
 
-def table_graph(table: LineageNode, relations: QuerySet[LineageRelation], depth: int = 10) -> Graph:
-    """The tables upstream and downstream of ``table``."""
+def table_graph(
+    table: LineageNode,
+    relations: QuerySet[LineageRelation],
+    depth: int = 10,
+    nodes: QuerySet[LineageNode] | None = None,
+) -> Graph:
+    """The tables upstream and downstream of ``table``, of ``nodes`` (all when None)."""
     between_tables = relations.filter(
         src_node__container_node__isnull=True, target_node__container_node__isnull=True
     )
@@ -210,12 +231,18 @@ def table_graph(table: LineageNode, relations: QuerySet[LineageRelation], depth:
         between_tables,
         depth,
         {table.pk},
+        nodes,
     )
 
 
-def column_graph(node: LineageNode, relations: QuerySet[LineageRelation], depth: int = 10) -> Graph:
+def column_graph(
+    node: LineageNode,
+    relations: QuerySet[LineageRelation],
+    depth: int = 10,
+    nodes: QuerySet[LineageNode] | None = None,
+) -> Graph:
     """For a column: every column it comes from and flows into. For a table: its columns
-    with their direct sources and targets."""
+    with their direct sources and targets. Only nodes of ``nodes`` (all when None)."""
     between_columns = relations.filter(
         src_node__container_node__isnull=False, target_node__container_node__isnull=False
     )
@@ -227,8 +254,9 @@ def column_graph(node: LineageNode, relations: QuerySet[LineageRelation], depth:
             between_columns,
             depth,
             {node.pk},
+            nodes,
         )
-    columns = list(node.children.order_by("node_order", "id"))
+    columns = list(_shown(nodes).filter(container_node=node).order_by("node_order", "id"))
     graph = _lineage_graph(
         "column",
         f"Column lineage of {node.qualified_name}",
@@ -236,6 +264,7 @@ def column_graph(node: LineageNode, relations: QuerySet[LineageRelation], depth:
         between_columns,
         1,
         {c.pk for c in columns},
+        nodes,
     )
     return graph
 

@@ -1,8 +1,11 @@
 """Column-level lineage: the queries a step ran, the nodes (tables, columns, functions) they
-touch and the relations between them. Nodes are shared across runs and queries."""
+touch and the relations between them. Nodes are shared across the runs and queries of one
+team: each team has its own (two teams' ``sales.orders`` are two nodes), and what a user may
+see of them is decided in one place, ``lineage.visibility``."""
 
 from __future__ import annotations
 
+from django.contrib.auth.models import Group
 from django.db import models
 from django.db.models import Q
 
@@ -71,13 +74,16 @@ class LineageNode(models.Model):
     dot_string = models.TextField(blank=True)
     insert_ts = models.DateTimeField(auto_now_add=True)
     update_ts = models.DateTimeField(auto_now=True)
-
-    # Nodes are a catalogue shared across teams; a user sees those that a query of one of
-    # his teams touched.
-    team_lookup = (
-        "outgoing__query__process__bus_domain__team",
-        "incoming__query__process__bus_domain__team",
+    # The team whose queries touched the node (a column has its table's): a name means what
+    # it means to one team, as its tables do (``batches.tables``), so another team's query of
+    # the same name never lands on this node, nor adds its columns to this table. None: a
+    # query of no process recorded it (seen by superusers only).
+    team = models.ForeignKey(
+        Group, null=True, blank=True, on_delete=models.CASCADE, related_name="lineage_nodes"
     )
+
+    # docs/security.md, "Lineage shows only what the user may see": lineage.visibility.
+    team_lookup = "team"
 
     class Meta:
         ordering = ["id"]
@@ -85,11 +91,17 @@ class LineageNode(models.Model):
             models.UniqueConstraint(
                 fields=["container_node", "qualified_name"], name="lineage_node_unique_in_container"
             ),
-            # NULLs are distinct in a unique index: top-level nodes (tables) need their own.
+            # NULLs are distinct in a unique index: top-level nodes (tables) need their own,
+            # one per team, and one for the nodes of no team.
+            models.UniqueConstraint(
+                fields=["team", "qualified_name"],
+                condition=Q(container_node__isnull=True),
+                name="lineage_node_unique_top_level_per_team",
+            ),
             models.UniqueConstraint(
                 fields=["qualified_name"],
-                condition=Q(container_node__isnull=True),
-                name="lineage_node_unique_top_level",
+                condition=Q(container_node__isnull=True, team__isnull=True),
+                name="lineage_node_unique_top_level_no_team",
             ),
         ]
 

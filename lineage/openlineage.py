@@ -7,9 +7,11 @@ Events go to a file (JSON lines) and/or an HTTP endpoint (``OPENLINEAGE_FILE``,
 they describe committed state and a rolled-back call sends nothing; a consumer that is down
 is logged, never a reason for a run to fail.
 
-A job is an OpenLineage job named after it; a step is ``job.step`` with the job's run as its
-parent. Run ids are UUIDs derived from the namespace and the run's id, so that the START and
-the end of a run (written by different processes) agree without storing anything.
+A job is an OpenLineage job named after it, in its team's namespace
+(``<OPENLINEAGE_NAMESPACE>.team-<team id>``: names are per team, so two teams' ``orders`` are
+two jobs); a step is ``job.step`` with the job's run as its parent. Run ids are UUIDs
+derived from ``OPENLINEAGE_NAMESPACE`` and the run's id, so that the START and the end of a
+run (written by different processes) agree without storing anything.
 """
 
 from __future__ import annotations
@@ -123,16 +125,21 @@ def job_name(process: Process) -> str:
     return f"{process.parent.name}.{process.name}" if process.parent_id else process.name
 
 
+def job_namespace(process: Process) -> str:
+    """The namespace of the team's jobs: process names are unique per team only."""
+    return f"{settings.OPENLINEAGE_NAMESPACE}.team-{process.bus_domain.team_id}"
+
+
 def _facet(facet: str, **fields: Any) -> dict[str, Any]:
     return {"_producer": PRODUCER, "_schemaURL": FACET_SCHEMAS[facet], **fields}
 
 
 def run_event(run_id: int, event_type: str, error: str = "") -> dict[str, Any]:
-    run = InstanceExec.objects.select_related("process__parent", "process__process_type").get(
-        pk=run_id
-    )
+    run = InstanceExec.objects.select_related(
+        "process__parent", "process__process_type", "process__bus_domain"
+    ).get(pk=run_id)
     process = run.process
-    namespace = settings.OPENLINEAGE_NAMESPACE
+    namespace = job_namespace(process)
     when = run.start_ts if event_type == "START" or run.end_ts is None else run.end_ts
     run_facets: dict[str, Any] = {
         "processing_engine": _facet(
@@ -203,20 +210,33 @@ def _location_dataset(uri: str) -> dict[str, Any]:
     return {"namespace": "file", "name": uri.rstrip("/") or "/"}
 
 
+def table_namespace(team_id: int) -> str:
+    """The namespace of a team's tables: two teams may each have ``sales.orders``, and a
+    consumer (Marquez) must not merge them into one dataset."""
+    return f"{settings.OPENLINEAGE_TABLE_NAMESPACE}.team-{team_id}"
+
+
+def _owner_of(name: str, team_id: int) -> tuple[int, Any]:
+    """The team whose table ``name`` is, as the step's team reads it (its own, or one shared
+    with it), and the registered table if there is one."""
+    try:
+        registered = tables.readable_table(team_id, name)
+    except tables.TableNotReadable:
+        return team_id, None
+    return registered.team_id, registered
+
+
 def _table_dataset(name: str, team_id: int) -> dict[str, Any]:
     """``name`` as the step's team means it (``batches.tables``): another team's table of the
     same name never lends its schema."""
     database, _, table = name.rpartition(".")
     database = database or "default"
+    owner, registered = _owner_of(f"{database}.{table}", team_id)
     dataset: dict[str, Any] = {
-        "namespace": settings.OPENLINEAGE_TABLE_NAMESPACE,
+        "namespace": table_namespace(owner),
         "name": f"{database}.{table}",
         "facets": {},
     }
-    try:
-        registered = tables.readable_table(team_id, f"{database}.{table}")
-    except tables.TableNotReadable:
-        registered = None
     if registered is not None:
         columns = struct_columns(registered.ddl)
         if columns and registered.batch_id_partition_col:
@@ -259,11 +279,12 @@ def _column_lineage(run: InstanceExec, target: str) -> dict[str, Any] | None:
         if functions:
             transformation["description"] = ", ".join(functions)
         source = relation.src_node
+        owner, _ = _owner_of(source.container_node.qualified_name, run.process.bus_domain.team_id)
         fields.setdefault(relation.target_node.display_name, {"inputFields": []})[
             "inputFields"
         ].append(
             {
-                "namespace": settings.OPENLINEAGE_TABLE_NAMESPACE,
+                "namespace": table_namespace(owner),
                 "name": source.container_node.qualified_name,
                 "field": source.display_name,
                 "transformations": [transformation],

@@ -7,6 +7,7 @@ import re
 from rest_framework import serializers
 
 from bdre.api import ScopedRelatedField
+from lineage import visibility
 from lineage.extract import edge_functions
 from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind, QueryKind
 from processes.models import Process
@@ -97,7 +98,8 @@ class LineageNodeDetailSerializer(LineageNodeSerializer):
         fields = (*LineageNodeSerializer.Meta.fields, "columns")
 
     def get_columns(self, node: LineageNode) -> list[dict]:
-        children = node.children.order_by("node_order", "id")
+        # the columns the user may see (a node's are its team's: lineage.visibility)
+        children = visibility.columns(self.context["request"].user, node)
         return LineageNodeSerializer(children, many=True).data
 
 

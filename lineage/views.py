@@ -1,5 +1,5 @@
 """Lineage pages: search tables and columns; a node's table-level or column-level graph with
-the processes whose queries wrote it."""
+the processes whose queries wrote it. What they show goes through ``lineage.visibility``."""
 
 from __future__ import annotations
 
@@ -8,16 +8,15 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import mark_safe
 
-from bdre.access import scope
 from lineage import graph as graphs
-from lineage.models import LineageNode, LineageQuery, LineageRelation
+from lineage import visibility
 
 
 @login_required
 def search(request: HttpRequest) -> HttpResponse:
     # NUL cannot go into a PostgreSQL string; nothing could match it anyway
     text = request.GET.get("q", "").replace("\x00", "").strip()[:200]
-    nodes = scope(request.user, LineageNode.objects.all())
+    nodes = visibility.nodes(request.user)
     if text:
         nodes = nodes.filter(qualified_name__icontains=text)
     tables = nodes.filter(container_node__isnull=True).order_by("qualified_name")[:100]
@@ -29,24 +28,25 @@ def search(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def node(request: HttpRequest, pk: int) -> HttpResponse:
-    found = get_object_or_404(
-        scope(request.user, LineageNode.objects.all()).select_related("container_node"), pk=pk
+    user = request.user
+    nodes = visibility.nodes(user)
+    found = get_object_or_404(nodes.select_related("container_node"), pk=pk)
+    table = (
+        get_object_or_404(nodes, pk=found.container_node_id) if found.container_node_id else found
     )
-    relations = scope(request.user, LineageRelation.objects.all())
+    relations = visibility.relations(user)
     level = request.GET.get("level", "column" if found.container_node_id else "table")
     if level == "table":
-        table = found.container_node or found
-        graph = graphs.table_graph(table, relations)
+        graph = graphs.table_graph(table, relations, nodes=nodes)
     else:
         level = "column"
-        graph = graphs.column_graph(found, relations)
+        graph = graphs.column_graph(found, relations, nodes=nodes)
     for item in graph.nodes.values():
         if item.ref:
             item.url = f"/lineage/nodes/{item.ref}/?level={level}"
-    table = found.container_node or found
     writers = (
-        scope(request.user, LineageQuery.objects.all())
-        .filter(relations__target_node=table)
+        visibility.queries(user)
+        .filter(relations__in=relations.filter(target_node=table))
         .select_related("process__parent")
         .order_by("-id")
         .distinct()[:20]
@@ -60,6 +60,6 @@ def node(request: HttpRequest, pk: int) -> HttpResponse:
             "level": level,
             "graph": mark_safe(graphs.to_svg(graph)),
             "writers": writers,
-            "columns": table.children.order_by("node_order", "id"),
+            "columns": visibility.columns(user, table),
         },
     )

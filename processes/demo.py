@@ -13,12 +13,12 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
 
+from batches.locations import team_landing
 from bdre.models import Membership, Role
 from processes import schedules
 from processes.models import BusDomain, ExecState, InstanceExec, Process, Property
@@ -26,6 +26,7 @@ from processes.registry import StepSpec, create_job
 from processes.sample_events import EventFactory
 
 DEMO_USERNAME = "demo"
+DEMO_SUPERUSER = "demo-admin"
 DEMO_TEAM = "demo-team"
 DEMO_APPLICATION = "clickstream"
 DEMO_SCAN_SECONDS = 20
@@ -38,28 +39,42 @@ class DemoSetup:
     team: Group
     application: BusDomain
     jobs: list[Process]
+    superuser: str = DEMO_SUPERUSER
+    superuser_password: str | None = None  # None when the superuser existed already
+
+
+def _user(username: str, *, superuser: bool) -> tuple[object, str | None]:
+    """The user, created with a new random password (returned once), or as it is."""
+    User = get_user_model()
+    user = User.objects.filter(username=username).first()
+    if user is not None:
+        if user.is_superuser != superuser:
+            # The demo's team member must see what a team sees: never everything.
+            User.objects.filter(pk=user.pk).update(is_superuser=superuser, is_staff=superuser)
+        return user, None
+    password = secrets.token_urlsafe(12)
+    create = User.objects.create_superuser if superuser else User.objects.create_user
+    return create(username, f"{username}@example.com", password), password
 
 
 @transaction.atomic
 def set_up_demo() -> DemoSetup:
-    User = get_user_model()
-    password: str | None = None
-    user = User.objects.filter(username=DEMO_USERNAME).first()
-    if user is None:
-        password = secrets.token_urlsafe(12)
-        user = User.objects.create_superuser(DEMO_USERNAME, "demo@example.com", password)
+    # The demo's login is an admin of its team, not a superuser, so the pages show what a
+    # team sees; the installation's superuser (Django admin, storage grants) is another one.
+    user, password = _user(DEMO_USERNAME, superuser=False)
+    _superuser, superuser_password = _user(DEMO_SUPERUSER, superuser=True)
     team, _ = Group.objects.get_or_create(name=DEMO_TEAM)
     Membership.objects.get_or_create(user=user, team=team, defaults={"role": Role.ADMIN})
     application, _ = BusDomain.objects.get_or_create(
         name=DEMO_APPLICATION,
+        team=team,
         defaults={
-            "team": team,
             "owner": DEMO_USERNAME,
             "description": "Snowplow enriched events from the web site, shredded and "
             "deduplicated, summarised per day.",
         },
     )
-    landing = landing_folder()
+    landing = landing_folder(team)
     jobs = [
         _job(
             application,
@@ -148,11 +163,19 @@ def set_up_demo() -> DemoSetup:
     for job in jobs[1:]:
         if not schedules.runs_on_upstream(job.pk):
             schedules.set_schedule(job.pk, schedules.Schedule(on_upstream=True))
-    return DemoSetup(DEMO_USERNAME, password, team, application, jobs)
+    return DemoSetup(
+        DEMO_USERNAME,
+        password,
+        team,
+        application,
+        jobs,
+        superuser_password=superuser_password,
+    )
 
 
-def landing_folder() -> Path:
-    return (settings.VAR_DIR / "landing").resolve()
+def landing_folder(team: Group) -> Path:
+    """The demo team's own landing folder, inside the storage every team is granted."""
+    return team_landing(team.pk)
 
 
 def generate_landing(
@@ -278,7 +301,9 @@ def passes_done(setup: DemoSetup) -> int:
 
 
 def _job(application: BusDomain, **kwargs: object) -> Process:
-    existing = Process.objects.filter(name=kwargs["name"], deleted=False).first()
+    existing = Process.objects.filter(
+        bus_domain=application, parent=None, name=kwargs["name"], deleted=False
+    ).first()
     if existing is not None:
         return existing
     return create_job(bus_domain=application, **kwargs)  # type: ignore[arg-type]

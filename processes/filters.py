@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from django_filters import rest_framework as filters
 
-from bdre.filters import IdFilter, date_range
+from bdre.filters import FilterSet, IdFilter, date_range
 from processes.models import InstanceExec, Process, ProcessLog, ProcessTemplate, Property
 
 
-class ProcessFilter(filters.FilterSet):
+class ProcessFilter(FilterSet):
     application = filters.CharFilter(field_name="bus_domain__name", help_text="application name")
     name = filters.CharFilter(lookup_expr="icontains", help_text="part of the name")
     is_job = filters.BooleanFilter(field_name="parent", lookup_expr="isnull")
@@ -20,7 +20,7 @@ class ProcessFilter(filters.FilterSet):
         fields = ("bus_domain", "parent", "process_type", "process_template")
 
 
-class RunFilter(filters.FilterSet):
+class RunFilter(FilterSet):
     application = IdFilter(field_name="process__bus_domain")
     job = IdFilter(field_name="process__parent", help_text="runs of a job's steps")
     is_job = filters.BooleanFilter(field_name="parent", lookup_expr="isnull")
@@ -32,13 +32,13 @@ class RunFilter(filters.FilterSet):
         fields = ("process", "parent", "exec_state", "target_batch", "worker")
 
 
-class PropertyFilter(filters.FilterSet):
+class PropertyFilter(FilterSet):
     class Meta:
         model = Property
         fields = ("process", "config_group", "key")
 
 
-class LogFilter(filters.FilterSet):
+class LogFilter(FilterSet):
     added = date_range("add_ts")
 
     class Meta:
@@ -46,7 +46,7 @@ class LogFilter(filters.FilterSet):
         fields = ("process", "log_category", "message_id")
 
 
-class TemplateFilter(filters.FilterSet):
+class TemplateFilter(FilterSet):
     name = filters.CharFilter(lookup_expr="icontains")
 
     class Meta:

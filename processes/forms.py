@@ -37,7 +37,17 @@ def parse_properties(text: str) -> dict[str, dict[str, str]]:
 
 
 def developer_applications(user):
-    return BusDomain.objects.filter(team__in=teams(user, Role.DEVELOPER)).order_by("name")
+    return (
+        BusDomain.objects.filter(team__in=teams(user, Role.DEVELOPER))
+        .select_related("team")
+        .order_by("name", "team__name")
+    )
+
+
+def in_team(row: BusDomain | Process | ProcessTemplate) -> str:
+    """A choice's label: names are per team, so a user of two teams may see one name twice."""
+    team = row.team if isinstance(row, BusDomain) else row.bus_domain.team
+    return f"{row.name} ({team})"
 
 
 class ScheduleFields(forms.Form):
@@ -93,6 +103,7 @@ class JobForm(ScheduleFields):
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["application"].queryset = developer_applications(user)
+        self.fields["application"].label_from_instance = in_team
 
     def clean_properties(self) -> dict:
         return parse_properties(self.cleaned_data.get("properties", ""))
@@ -120,9 +131,12 @@ class StepForm(forms.Form):
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["kind"].label_from_instance = lambda t: f"{t.name} ({t.job_kind})"
-        self.fields["upstream"].queryset = scope(
-            user, Process.objects.filter(parent__isnull=True, deleted=False)
-        ).order_by("name")
+        self.fields["upstream"].queryset = (
+            scope(user, Process.objects.filter(parent__isnull=True, deleted=False))
+            .select_related("bus_domain__team")
+            .order_by("name")
+        )
+        self.fields["upstream"].label_from_instance = in_team
 
     def clean_properties(self) -> dict:
         return parse_properties(self.cleaned_data.get("properties", ""))
@@ -192,10 +206,14 @@ class FromTemplateForm(ScheduleFields):
 
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["template"].queryset = scope(
-            user, ProcessTemplate.objects.filter(parent__isnull=True, deleted=False)
-        ).order_by("name")
+        self.fields["template"].queryset = (
+            scope(user, ProcessTemplate.objects.filter(parent__isnull=True, deleted=False))
+            .select_related("bus_domain__team")
+            .order_by("name")
+        )
+        self.fields["template"].label_from_instance = in_team
         self.fields["application"].queryset = developer_applications(user)
+        self.fields["application"].label_from_instance = in_team
 
     def clean_properties(self) -> dict:
         """``step.group.key`` lines become the registry's ``"step.group"`` groups."""

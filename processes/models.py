@@ -62,7 +62,7 @@ class ProcessType(MasterTable):
 class BusDomain(models.Model):
     """An application: a group of processes owned by one team."""
 
-    name = models.CharField(max_length=128, unique=True)
+    name = models.CharField(max_length=128)
     description = models.TextField(blank=True)
     owner = models.CharField(max_length=128, blank=True)
     team = models.ForeignKey(Group, on_delete=models.PROTECT, related_name="bus_domains")
@@ -72,7 +72,14 @@ class BusDomain(models.Model):
 
     class Meta:
         verbose_name = "application"
-        ordering = ["name"]
+        ordering = ["name", "id"]
+        constraints = [
+            # Unique per team, not per installation: a name another team took must not be
+            # answered with "exists already" (docs/security.md, "Names are per team").
+            models.UniqueConstraint(
+                fields=["team", "name"], name="application_unique_name_in_team"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -199,8 +206,14 @@ class Process(models.Model):
         verbose_name_plural = "processes"
         ordering = ["id"]
         constraints = [
+            # A live name is unique per team (jobs and steps together; docs/security.md,
+            # "Names are per team"). A constraint cannot span the join to the application's
+            # team, so the database holds it per application and the registry per team
+            # (processes.registry.check_names, under a lock on the team's row).
             models.UniqueConstraint(
-                fields=["name"], condition=Q(deleted=False), name="process_unique_live_name"
+                fields=["bus_domain", "name"],
+                condition=Q(deleted=False),
+                name="process_unique_live_name_in_application",
             ),
             models.CheckConstraint(
                 condition=~Q(name__contains=" "), name="process_name_without_spaces"
@@ -328,21 +341,45 @@ class ProcessLog(models.Model):
 
 class Server(models.Model):
     """A machine or endpoint that holds files. Credentials are encrypted at rest and never
-    returned by any page or API."""
+    returned by any page or API.
+
+    ``root`` is a storage root (``file:///data/in/``, ``s3://bucket/prefix/``, a JDBC URL)
+    that only an installation superuser sets: the steps and file registrations of the
+    owning team and of ``granted_teams`` may name locations inside it (batches.locations,
+    docs/security.md)."""
 
     team = models.ForeignKey(Group, on_delete=models.PROTECT, related_name="servers")
     server_type = models.CharField(max_length=32, help_text="s3, sftp, hdfs, local, jdbc ...")
-    name = models.CharField(max_length=128, unique=True)
+    name = models.CharField(max_length=128)
+    root = models.CharField(
+        max_length=1024,
+        blank=True,
+        help_text="Storage root granted to the team (and granted_teams): file:///dir/, "
+        "s3://bucket/prefix/ or a jdbc: URL. Set by installation superusers only.",
+    )
+    granted_teams = models.ManyToManyField(
+        Group,
+        blank=True,
+        related_name="granted_servers",
+        help_text="Other teams that may read and write inside root (superusers only).",
+    )
     metainfo = models.TextField(blank=True, help_text="Endpoint URL, region, bucket ...")
     login_user = models.CharField(max_length=128, blank=True)
     login_password = EncryptedTextField(blank=True)
     ssh_private_key = EncryptedTextField(blank=True)
     server_ip = models.CharField(max_length=255, blank=True)
 
-    team_lookup = "team"
+    # Granted teams see the server (its name and root, never its secrets); only the owning
+    # team's admins change it (bdre.access.team_of takes the first path).
+    team_lookup = ("team", "granted_teams")
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            # Unique per team, not per installation: a name taken by another team must not
+            # be answered with "exists already" (docs/security.md).
+            models.UniqueConstraint(fields=["team", "name"], name="server_unique_name_in_team"),
+        ]
 
     def __str__(self) -> str:
         return self.name

@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from bdre.errors import BdreError, Code
 from processes import jobs, lifecycle
+from processes.jobs import checks
 from processes.models import ExecState, InstanceExec, Process
 from processes.workflow import predecessors, steps_in_order
 
@@ -255,6 +256,7 @@ def execute_step(
     )
     with Heartbeat(job_run_id, step_run) as beat:
         try:
+            checks.check_step_run(context)
             counters = jobs.run_step(context)
         except BaseException as exc:  # any failure, a time limit included, fails the run
             error = f"{type(exc).__name__}: {exc}"

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -102,24 +103,84 @@ def check_properties(properties: Properties, owner: str) -> None:
 
 
 def check_step_properties(
-    kind: str, properties: Properties, owner: str, field: str = "properties"
+    kind: str, properties: Properties, owner: str, field: str = "properties", *, team_id: int
 ) -> None:
     """A ValidationError on ``field`` for a property the step kind refuses to run: a Spark SQL
-    statement outside the sandbox, a callable outside ``BDRE_CALLABLES`` (docs/security.md)."""
+    statement outside the sandbox, a callable outside ``BDRE_CALLABLES``, a location outside
+    the team's storage roots (docs/security.md)."""
     try:
-        checks.check_step_properties(kind, properties)
+        checks.check_step_properties(kind, properties, team_id=team_id)
     except checks.REFUSED as exc:
         raise ValidationError({field: f"{owner}: {exc}"}) from exc
 
 
 def set_properties(process: Process, properties: Properties) -> None:
     check_properties(properties, process.name)
-    check_step_properties(process.process_type.job_kind, properties, process.name)
+    check_step_properties(
+        process.process_type.job_kind,
+        properties,
+        process.name,
+        team_id=process.bus_domain.team_id,
+    )
     for group, values in properties.items():
         for key, value in values.items():
             Property.objects.update_or_create(
                 process=process, config_group=group, key=key, defaults={"value": str(value)}
             )
+
+
+# --- names are per team -------------------------------------------------------------------
+
+
+def lock_teams(*team_ids: int | None) -> None:
+    """Hold the teams' rows until the transaction ends, so that checking a team's names and
+    inserting them is one step for concurrent registrations in any of its applications (the
+    database holds a name only per application). ``FOR NO KEY UPDATE``: inserts that point
+    at the team (its applications, members) go on. In id order, before any process row is
+    locked, so that two registrations never wait for each other; SQLite serialises writers
+    anyway (immediate transactions)."""
+    wanted = sorted({pk for pk in team_ids if pk is not None})
+    list(
+        Group.objects.select_for_update(no_key=True)
+        .filter(pk__in=wanted)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+
+
+def check_names(team: Group, names: Iterable[str], *, exclude: Iterable[int] = ()) -> None:
+    """A ValidationError on ``name`` when one of ``names`` is a live process (job or step) of
+    ``team`` other than those with ids in ``exclude``. Only the team's own processes are
+    looked at, so the answer never tells whether another team uses a name (docs/security.md,
+    "Names are per team"). Call it after :func:`lock_teams`."""
+    taken = sorted(
+        Process.objects.filter(name__in=set(names), deleted=False, bus_domain__team=team)
+        .exclude(pk__in=list(exclude))
+        .values_list("name", flat=True)
+        .distinct()
+    )
+    if len(taken) == 1:
+        raise ValidationError(
+            {"name": f"A process named {taken[0]} exists already in team {team}."}
+        )
+    if taken:
+        listed = ", ".join(taken)
+        raise ValidationError({"name": f"Processes named {listed} exist already in team {team}."})
+
+
+def check_application_move(application: BusDomain, team: Group) -> None:
+    """A ValidationError on ``team`` when the live processes of ``application`` have names
+    that ``team``'s own processes use: they would be two of one name in one team. Call it in
+    the transaction that moves the application (the caller is a member of ``team``, whose
+    names he may read)."""
+    lock_teams(application.team_id, team.pk)
+    names = application.processes.filter(deleted=False).values_list("name", flat=True)
+    try:
+        check_names(team, names, exclude=application.processes.values_list("pk", flat=True))
+    except ValidationError as exc:
+        raise ValidationError(
+            {"team": f"{exc.message_dict['name'][0]} Rename them before moving {application}."}
+        ) from exc
 
 
 @transaction.atomic
@@ -143,10 +204,10 @@ def create_job(
     names = [s.name for s in steps]
     if len(set(names)) != len(names):
         raise ValidationError({"steps": "Step names must be unique"})
-    taken = Process.objects.filter(name__in=[name, *names], deleted=False)
-    if taken.exists():
-        listed = ", ".join(sorted(taken.values_list("name", flat=True)))
-        raise ValidationError({"name": f"Processes named {listed} exist already."})
+    if name in names:
+        raise ValidationError({"steps": f"{name}: a step is not named like its job"})
+    lock_teams(bus_domain.team_id)
+    check_names(bus_domain.team, [name, *names])
 
     job = Process(
         name=name,
@@ -324,11 +385,18 @@ class ProcessChanges:
 
 def _check_process(instance: Process | None, c: ProcessChanges) -> None:
     errors: dict[str, str] = {}
-    live = Process.objects.filter(name=c.name, deleted=False)
+    names, own = [c.name], []
     if instance is not None:
-        live = live.exclude(pk=instance.pk)
-    if live.exists():
-        errors["name"] = f"A process named {c.name} exists already."
+        own.append(instance.pk)
+        if instance.is_job and c.bus_domain.team_id != instance.bus_domain.team_id:
+            # A job moving to another team takes its steps' names there too.
+            for pk, name in instance.steps.filter(deleted=False).values_list("pk", "name"):
+                own.append(pk)
+                names.append(name)
+    try:
+        check_names(c.bus_domain.team, names, exclude=own)
+    except ValidationError as exc:
+        errors["name"] = exc.message_dict["name"][0]
     kind = c.process_type
     if kind.is_step_type and c.parent is None:
         errors["parent"] = f"A step (type {kind.name}) needs a parent job."
@@ -399,6 +467,7 @@ def _check_next(instance: Process | None, c: ProcessChanges) -> dict[str, str]:
 @transaction.atomic
 def create_process(changes: ProcessChanges) -> Process:
     """One job (without steps yet) or one step of an existing job."""
+    lock_teams(changes.bus_domain.team_id)
     _check_process(None, changes)
     process = Process(
         name=changes.name,
@@ -420,6 +489,8 @@ def create_process(changes: ProcessChanges) -> Process:
 
 @transaction.atomic
 def update_process(process_id: int, changes: ProcessChanges) -> Process:
+    team_now = Process.objects.filter(pk=process_id).values_list("bus_domain__team", flat=True)
+    lock_teams(team_now.first(), changes.bus_domain.team_id)
     process = Process.objects.select_for_update().get(pk=process_id, deleted=False)
     _check_process(process, changes)
     moved = process.bus_domain_id != changes.bus_domain.pk

@@ -2,9 +2,12 @@ from __future__ import annotations
 
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.exceptions import PermissionDenied
 
+from batches.locations import LocationRefused, normalise
 from bdre.access import scope, teams
 from bdre.api import ScopedRelatedField
 from bdre.ids import is_id
@@ -168,6 +171,34 @@ class ProcessTypeField(serializers.Field):
 extend_schema_field({"oneOf": [{"type": "integer"}, {"type": "string"}]})(ProcessTypeField)
 
 
+def _named(field: serializers.Field, rows, data: object, what: str):
+    """The row ``data`` names among ``rows``: by id (an integer) or by name, among the rows
+    the requesting user may see (every row for the command line, which may narrow them to
+    the context's ``team``). Names are per team (docs/security.md, "Names are per team"): a
+    name that several of the visible rows carry is answered with their teams, asking for the
+    id, and names only teams the user is in."""
+    if isinstance(data, bool) or not isinstance(data, int | str) or str(data) == "":
+        field.fail("unknown", value=data)
+    request = field.context.get("request")
+    if request is not None:
+        rows = scope(request.user, rows)
+    if field.context.get("team") is not None:
+        rows = rows.filter(**{rows.model.team_lookup: field.context["team"]})
+    key = {"pk": int(data)} if isinstance(data, int) else {"name": data}
+    found = list(rows.filter(**key)[:10])
+    if not found:
+        field.fail("unknown", value=data)
+    if len(found) > 1:
+        lookup = f"{rows.model.team_lookup}__name"
+        teams_of = sorted(set(rows.filter(**key).values_list(lookup, flat=True)))
+        whose = "Several of your teams have" if request is not None else "Several teams have"
+        raise serializers.ValidationError(
+            f"{whose} {what} named {data} ({', '.join(teams_of)}): give its id"
+            + ("." if request is not None else " or the team.")
+        )
+    return found[0]
+
+
 class ProcessNameField(serializers.Field):
     """A live job by name (portable between installations) or by id, among the jobs the
     requesting user may see."""
@@ -175,23 +206,28 @@ class ProcessNameField(serializers.Field):
     default_error_messages = {"unknown": "Unknown job {value!r}."}
 
     def to_internal_value(self, data: object) -> Process:
-        if isinstance(data, bool) or not isinstance(data, int | str) or str(data) == "":
-            self.fail("unknown", value=data)
-        rows = Process.objects.filter(deleted=False)
-        request = self.context.get("request")
-        if request is not None:
-            rows = scope(request.user, rows)
-        key = {"pk": int(data)} if isinstance(data, int) else {"name": data}
-        found = rows.filter(**key).first()
-        if found is None:
-            self.fail("unknown", value=data)
-        return found
+        rows = Process.objects.filter(deleted=False).select_related("bus_domain__team")
+        return _named(self, rows, data, "a job")
 
     def to_representation(self, value: Process) -> str:
         return value.name
 
 
+class ApplicationNameField(serializers.Field):
+    """An application by name (portable between installations) or by id, among the
+    applications the requesting user may see."""
+
+    default_error_messages = {"unknown": "Object with name={value} does not exist."}
+
+    def to_internal_value(self, data: object) -> BusDomain:
+        return _named(self, BusDomain.objects.select_related("team"), data, "an application")
+
+    def to_representation(self, value: BusDomain) -> str:
+        return value.name
+
+
 extend_schema_field({"oneOf": [{"type": "integer"}, {"type": "string"}]})(ProcessNameField)
+extend_schema_field({"oneOf": [{"type": "integer"}, {"type": "string"}]})(ApplicationNameField)
 
 PROPERTIES_FIELD = serializers.DictField(
     child=serializers.DictField(child=serializers.CharField(allow_blank=True, max_length=10000)),
@@ -209,12 +245,39 @@ class ApplicationSerializer(serializers.ModelSerializer):
         model = BusDomain
         fields = ("id", "name", "description", "owner", "team", "team_name", "add_ts")
         read_only_fields = ("add_ts",)
+        # Not DRF's validator of the (team, name) constraint: validate() says it in words.
+        validators: list = []
 
     def validate_team(self, team: Group) -> Group:
         request = self.context.get("request")
         if request is not None and not teams(request.user).filter(pk=team.pk).exists():
             raise serializers.ValidationError(f'Invalid pk "{team.pk}" - object does not exist.')
         return team
+
+    def validate(self, attrs: dict) -> dict:
+        # Names are per team: only the team's own applications are looked at (the team is
+        # one of the user's, validate_team), so the answer never tells whether another team
+        # has an application of that name (docs/security.md, "Names are per team").
+        team = attrs.get("team", getattr(self.instance, "team", None))
+        name = attrs.get("name", getattr(self.instance, "name", None))
+        clash = BusDomain.objects.filter(team=team, name=name)
+        if self.instance is not None:
+            clash = clash.exclude(pk=self.instance.pk)
+        if team is not None and clash.exists():
+            raise serializers.ValidationError(
+                {"name": f"An application named {name} exists already in team {team}."}
+            )
+        return attrs
+
+    @transaction.atomic
+    def update(self, instance: BusDomain, validated_data: dict) -> BusDomain:
+        team = validated_data.get("team", instance.team)
+        if team.pk != instance.team_id:
+            try:
+                registry.check_application_move(instance, team)
+            except DjangoValidationError as exc:
+                raise serializers.ValidationError(exc.message_dict) from exc
+        return super().update(instance, validated_data)
 
 
 class PropertySerializer(serializers.ModelSerializer):
@@ -235,7 +298,11 @@ class PropertySerializer(serializers.ModelSerializer):
             properties = {current("config_group"): {current("key"): current("value") or ""}}
             try:
                 registry.check_step_properties(
-                    process.process_type.job_kind, properties, process.name, field="value"
+                    process.process_type.job_kind,
+                    properties,
+                    process.name,
+                    field="value",
+                    team_id=process.bus_domain.team_id,
                 )
             except DjangoValidationError as exc:
                 raise serializers.ValidationError(exc.message_dict) from exc
@@ -405,9 +472,7 @@ class PipelineSerializer(serializers.Serializer):
         choices=["bdre.pipeline/1"], required=False, default="bdre.pipeline/1"
     )
     name = serializers.CharField(max_length=128, validators=[PROCESS_NAME_VALIDATOR])
-    application = serializers.SlugRelatedField(
-        slug_field="name", queryset=BusDomain.objects.all(), help_text="The application's name."
-    )
+    application = ApplicationNameField(help_text="The application's name (or id).")
     process_type = ProcessTypeField(help_text="A job type, by id or name.")
     description = serializers.CharField(required=False, allow_blank=True, default="")
     max_retries = serializers.IntegerField(required=False, default=3, min_value=1)
@@ -415,17 +480,6 @@ class PipelineSerializer(serializers.Serializer):
     properties = PROPERTIES_FIELD
     steps = PipelineStepSerializer(many=True, allow_empty=False)
     schedule = PipelineScheduleSerializer(required=False, allow_null=True, default=None)
-
-    def validate_application(self, application: BusDomain) -> BusDomain:
-        request = self.context.get("request")
-        if (
-            request is not None
-            and not scope(request.user, BusDomain.objects.filter(pk=application.pk)).exists()
-        ):
-            raise serializers.ValidationError(
-                f"Object with name={application.name} does not exist."
-            )
-        return application
 
     def validate_process_type(self, kind: ProcessType) -> ProcessType:
         if kind.is_step_type:
@@ -479,14 +533,12 @@ class TemplateSerializer(serializers.Serializer):
 
     id = serializers.IntegerField(read_only=True)
     name = serializers.CharField(max_length=128, validators=[PROCESS_NAME_VALIDATOR])
-    application = serializers.SlugRelatedField(slug_field="name", queryset=BusDomain.objects.all())
+    application = ApplicationNameField(help_text="The application's name (or id).")
     process_type = ProcessTypeField(help_text="A job type, by id or name.")
     description = serializers.CharField(required=False, allow_blank=True, default="")
     properties = PROPERTIES_FIELD
     steps = TemplateStepSerializer(many=True, allow_empty=False)
     add_ts = serializers.DateTimeField(read_only=True)
-
-    validate_application = PipelineSerializer.validate_application
 
     def to_representation(self, template: ProcessTemplate) -> dict:
         def props(row: ProcessTemplate) -> dict[str, dict[str, str]]:
@@ -546,11 +598,8 @@ class InstantiateSerializer(serializers.Serializer):
         validators=[PROCESS_NAME_VALIDATOR],
         help_text="The new job's name; step s of the template becomes <name>_<s>.",
     )
-    application = serializers.SlugRelatedField(
-        slug_field="name",
-        queryset=BusDomain.objects.all(),
-        required=False,
-        help_text="Default: the template's application.",
+    application = ApplicationNameField(
+        required=False, help_text="Default: the template's application (a name or an id)."
     )
     upstream = serializers.DictField(
         child=serializers.ListField(child=ProcessNameField()),
@@ -560,8 +609,6 @@ class InstantiateSerializer(serializers.Serializer):
     )
     properties = PROPERTIES_FIELD
     schedule = PipelineScheduleSerializer(required=False, allow_null=True, default=None)
-
-    validate_application = PipelineSerializer.validate_application
 
 
 class ServerSerializer(serializers.ModelSerializer):
@@ -575,6 +622,9 @@ class ServerSerializer(serializers.ModelSerializer):
     ssh_private_key = serializers.CharField(write_only=True, required=False, allow_blank=True)
     has_password = serializers.SerializerMethodField()
     has_ssh_private_key = serializers.SerializerMethodField()
+    granted_teams = serializers.PrimaryKeyRelatedField(
+        queryset=Group.objects.all(), many=True, required=False
+    )
 
     class Meta:
         model = Server
@@ -583,6 +633,8 @@ class ServerSerializer(serializers.ModelSerializer):
             "team",
             "server_type",
             "name",
+            "root",
+            "granted_teams",
             "metainfo",
             "login_user",
             "login_password",
@@ -591,8 +643,49 @@ class ServerSerializer(serializers.ModelSerializer):
             "has_ssh_private_key",
             "server_ip",
         )
+        validators: list = []  # the name is checked per team in validate, in our words
 
     validate_team = ApplicationSerializer.validate_team
+
+    def validate_root(self, root: str) -> str:
+        if root:
+            try:
+                normalise(root)
+            except LocationRefused as exc:
+                raise serializers.ValidationError(str(exc)) from exc
+        return root
+
+    def validate(self, attrs: dict) -> dict:
+        team = attrs.get("team", getattr(self.instance, "team", None))
+        name = attrs.get("name", getattr(self.instance, "name", None))
+        # Names are per team (validate_team keeps to the user's teams): a clash names only
+        # the team's own server.
+        clash = Server.objects.filter(team=team, name=name)
+        if self.instance is not None:
+            clash = clash.exclude(pk=self.instance.pk)
+        if team is not None and clash.exists():
+            raise serializers.ValidationError(
+                {"name": f"A server named {name} exists already in team {team.name}."}
+            )
+        # A root is storage granted to teams: only the installation's superusers grant it
+        # (docs/security.md, "Storage is granted, not typed"), whatever role the caller has.
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        if user is not None and not user.is_superuser:
+            current_teams = (
+                set(self.instance.granted_teams.values_list("pk", flat=True))
+                if self.instance
+                else set()
+            )
+            if attrs.get("root", getattr(self.instance, "root", "")) != getattr(
+                self.instance, "root", ""
+            ) or (
+                "granted_teams" in attrs and {t.pk for t in attrs["granted_teams"]} != current_teams
+            ):
+                raise PermissionDenied(
+                    "Only an installation superuser sets a server's root or grants it to teams."
+                )
+        return attrs
 
     def get_has_password(self, server: Server) -> bool:
         return bool(server.login_password)

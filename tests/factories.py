@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import factory
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -117,6 +119,7 @@ class FileFactory(factory.django.DjangoModelFactory):
         model = File
 
     batch = factory.SubFactory(BatchFactory)
+    team = factory.LazyAttribute(lambda f: f.batch.bus_domain.team if f.batch.bus_domain else None)
     path = factory.Sequence(lambda n: f"/landing/file{n}.tsv")
     file_size = 100
     file_hash = factory.Sequence(lambda n: f"hash{n}")
@@ -130,6 +133,17 @@ class ServerFactory(factory.django.DjangoModelFactory):
     team = factory.SubFactory(TeamFactory)
     server_type = "s3"
     name = factory.Sequence(lambda n: f"server{n}")
+
+
+def grant_root(team, root: str | Path, **kwargs) -> Server:
+    """What an installation superuser does to let ``team`` (a Group) read and write inside
+    ``root`` (a folder, ``file:///...``, ``s3://bucket/prefix/`` or a jdbc: URL)."""
+    root = str(root)
+    if root.startswith("/"):
+        root = Path(root).as_uri()
+    return ServerFactory(
+        team=team, server_type=kwargs.pop("server_type", "local"), root=root, **kwargs
+    )
 
 
 class LineageQueryFactory(factory.django.DjangoModelFactory):

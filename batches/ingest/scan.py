@@ -25,12 +25,13 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Value
+from django.db.models import Case, F, Value, When
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from batches import queue
-from batches.ingest.storage import PAGE_SIZE, ObjectInfo, Storage, open_storage
+from batches.ingest.storage import PAGE_SIZE, ObjectInfo, Storage, StorageError, open_storage
+from batches.locations import LocationRefused, check_location, granted_servers
 from batches.models import File, ScanState
 from bdre.ids import is_id
 from processes.jobs import StepLogger
@@ -86,17 +87,25 @@ class ScanOptions:
             raise ScanConfigError(
                 f"{step.name}: scan.on_overwrite must be one of {', '.join(OVERWRITE_CHOICES)}"
             )
+        team_id = step.bus_domain.team_id
         server = None
         if props.get("server"):
             ref = props["server"]
-            server = Server.objects.filter(
-                team_id=step.bus_domain.team_id,
-                **({"pk": int(ref)} if is_id(ref) else {"name": ref}),
-            ).first()
+            server = (
+                granted_servers(team_id)
+                .filter(**({"pk": int(ref)} if is_id(ref) else {"name": ref}))
+                .order_by(Case(When(team_id=team_id, then=0), default=1))
+                .first()
+            )
             if server is None:
                 raise ScanConfigError(
                     f"{step.name}: scan.server {ref!r} is not a server of the team"
                 )
+        try:
+            # The location is kept as written: its scan state (and marker) is keyed by it.
+            check_location(team_id, props["location"], server=server)
+        except LocationRefused as exc:
+            raise ScanConfigError(f"{step.name}: scan.location {exc}") from exc
         patterns = props.get("in_flight_patterns")
         return cls(
             location=props["location"],
@@ -118,6 +127,13 @@ class ScanOptions:
 
     def open(self) -> Storage:
         metainfo: dict[str, str] = {}
+        if self.server is not None and not self.server.secrets_readable:
+            # An unreadable secret reads as "": listing with it would fail as "access
+            # denied" (or fall back to the worker's own credentials) instead of saying why.
+            raise StorageError(
+                f"server {self.server.name}: its stored secret cannot be read with any key "
+                "of FIELD_ENCRYPTION_KEY; re-enter it (docs/security.md)"
+            )
         if self.server is not None:
             for line in self.server.metainfo.splitlines():
                 key, _, value = line.partition("=")
@@ -235,7 +251,7 @@ class _Scanner:
         with transaction.atomic():
             known: dict[str, list[tuple[str, int, datetime]]] = {}
             for path, file_hash, size, created in File.objects.filter(
-                server_id=self.server_id, path__in=list(uris)
+                team_id=self.job.bus_domain.team_id, server_id=self.server_id, path__in=list(uris)
             ).values_list("path", "file_hash", "file_size", "creation_ts"):
                 known.setdefault(path, []).append((file_hash, size, created))
             new: list[queue.NewFile] = []

@@ -6,9 +6,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from batches.locations import LOCATION_PROPERTIES, LocationRefused, check_location
 from batches.tables import TableNotWritable, check_name, split_name
+from processes.jobs import JobContext
 from processes.jobs.python_callable import RefusedCallable, resolve
 from processes.jobs.sql_guard import RefusedStatement, check_query
+from processes.models import Server
 
 
 class RefusedManifestName(ValueError):
@@ -27,7 +30,13 @@ def check_manifest_name(name: str) -> None:
         )
 
 
-REFUSED = (RefusedStatement, RefusedCallable, TableNotWritable, RefusedManifestName)
+REFUSED = (
+    RefusedStatement,
+    RefusedCallable,
+    TableNotWritable,
+    RefusedManifestName,
+    LocationRefused,
+)
 
 # The tables a kind writes (group, key), and whether the value is a whole ``db.table`` or a
 # bare name: each becomes a folder of the team's (batches.tables).
@@ -39,11 +48,18 @@ WRITTEN_TABLES = {
 }
 
 
-def check_step_properties(kind: str, properties: Mapping[str, Mapping[str, object]]) -> None:
-    """Raise one of :data:`REFUSED` for a property that a step of ``kind`` would refuse to
-    run: a ``sql.query`` of ``spark.sql`` outside the sandbox, a ``callable.path`` of
-    ``python.callable`` outside ``BDRE_CALLABLES`` or naming no function, a table a Spark
-    kind writes whose name is no plain identifier (``../../etc.x``)."""
+def check_step_properties(
+    kind: str, properties: Mapping[str, Mapping[str, object]], *, team_id: int
+) -> None:
+    """Raise one of :data:`REFUSED` for a property that a step of ``kind`` of team
+    ``team_id`` would refuse to run: a ``sql.query`` of ``spark.sql`` outside the sandbox, a
+    ``callable.path`` of ``python.callable`` outside ``BDRE_CALLABLES`` or naming no
+    function, a table a Spark kind writes whose name is no plain identifier
+    (``../../etc.x``), a location outside the team's storage roots (batches.locations)."""
+    for group, key in LOCATION_PROPERTIES.get(kind, ()):
+        value = properties.get(group, {}).get(key)
+        if value:
+            check_location(team_id, str(value))
     if kind == "spark.sql":
         query = properties.get("sql", {}).get("query")
         if query:
@@ -60,3 +76,23 @@ def check_step_properties(kind: str, properties: Mapping[str, Mapping[str, objec
         value = properties.get(group, {}).get(key)
         if value:
             check_name(*split_name(str(value)) if qualified else (str(value), "t"))
+
+
+def check_step_run(context: JobContext) -> None:
+    """Before a step runs: its locations once more, as they are now (a row changed behind
+    the registry's back, a grant taken back since), and every file it was given to read;
+    each must lie inside the team's storage roots. (The kinds check their statements,
+    callables and table names themselves when they run.)"""
+    step = context.step
+    team_id = step.bus_domain.team_id
+    try:
+        for group, key in LOCATION_PROPERTIES.get(step.process_type.job_kind, ()):
+            value = context.properties(group).get(key)
+            if value:
+                check_location(team_id, value)
+        servers = Server.objects.in_bulk({f.server_id for f in context.files if f.server_id})
+        for file in context.files:
+            check_location(team_id, file.path, server=servers.get(file.server_id))
+    except LocationRefused as exc:
+        context.log("location.refused", str(exc), "security")
+        raise

@@ -5,22 +5,36 @@ from __future__ import annotations
 import pytest
 
 from batches.models import File
-from tests.factories import BatchFactory, FileFactory, QueueRowFactory, ServerFactory
+from tests.factories import (
+    BatchFactory,
+    FileFactory,
+    QueueRowFactory,
+    ServerFactory,
+    TeamFactory,
+)
 from tests.processes.test_models import rejected
 
 pytestmark = pytest.mark.django_db
 
 
-def test_a_file_is_registered_once_per_server_path_and_hash():
+def test_a_file_is_registered_once_per_team_server_path_and_hash():
     server = ServerFactory()
-    FileFactory(server=server, path="s3://b/1.txt", file_hash="etag1")
-    assert rejected(lambda: FileFactory(server=server, path="s3://b/1.txt", file_hash="etag1"))
+    team = server.team
+    FileFactory(team=team, server=server, path="s3://b/1.txt", file_hash="etag1")
+    assert rejected(
+        lambda: FileFactory(team=team, server=server, path="s3://b/1.txt", file_hash="etag1")
+    )
+    # Another team granted the same server registers it for itself.
+    FileFactory(team=TeamFactory(), server=server, path="s3://b/1.txt", file_hash="etag1")
 
 
 def test_a_local_file_without_server_is_registered_once_too():
     # NULL server: a plain unique index would treat every NULL as distinct.
-    FileFactory(server=None, path="/landing/1.txt", file_hash="md5a")
-    assert rejected(lambda: FileFactory(server=None, path="/landing/1.txt", file_hash="md5a"))
+    team = TeamFactory()
+    FileFactory(team=team, server=None, path="/landing/1.txt", file_hash="md5a")
+    assert rejected(
+        lambda: FileFactory(team=team, server=None, path="/landing/1.txt", file_hash="md5a")
+    )
 
 
 def test_an_overwritten_file_with_a_new_hash_may_be_registered_again():

@@ -15,6 +15,7 @@ from tests.factories import (
     FileFactory,
     InstanceExecFactory,
     JobFactory,
+    LineageNodeFactory,
     LineageRelationFactory,
     QueueRowFactory,
     ServerFactory,
@@ -123,15 +124,20 @@ def test_user_without_membership_sees_nothing(world):
     assert not scope(UserFactory(), Process.objects.all()).exists()
 
 
-def test_shared_lineage_nodes_are_visible_through_a_teams_query(team, world):
-    mine = world["mine"]["relation"]
-    theirs = world["theirs"]["relation"]
-    visible = set(scope(team.viewer, LineageNode.objects.all()))
-    assert visible == {mine.src_node, mine.target_node}
-    assert theirs.src_node not in visible
-    # A node touched by several queries of the team appears once.
-    LineageRelationFactory(src_node=mine.src_node, query=mine.query)
-    assert scope(team.viewer, LineageNode.objects.filter(pk=mine.src_node.pk)).count() == 1
+def test_lineage_nodes_are_seen_by_their_team_only(team, world):
+    mine = LineageNodeFactory(team=team.group)
+    theirs = LineageNodeFactory(team=team.other_group)
+    # A query of the team that touches another team's node grants nothing of it.
+    LineageRelationFactory(src_node=mine, target_node=theirs, query=world["mine"]["relation"].query)
+    both = LineageNode.objects.filter(pk__in=[mine.pk, theirs.pk])
+    assert set(scope(team.viewer, both)) == {mine}
+
+
+def test_a_row_reached_by_several_paths_appears_once(team):
+    server = ServerFactory(team=team.group)
+    server.granted_teams.add(team.group, team.other_group)
+    assert scope(team.viewer, Server.objects.filter(pk=server.pk)).count() == 1
+    assert scope(team.outsider, Server.objects.filter(pk=server.pk)).count() == 1
 
 
 def test_role_in_and_teams(team):

@@ -251,12 +251,25 @@ def test_the_terminate_admin_action_on_a_run_goes_through_the_lifecycle(client, 
     assert "not running" in page.content.decode()
 
 
-def test_demo_user_logs_in_and_sees_the_demo_pipeline(client):
+def test_the_demo_login_is_a_team_member_and_its_superuser_has_the_admin(client):
     from processes.demo import set_up_demo
 
     demo = set_up_demo()
     assert client.login(username=demo.username, password=demo.password)
-    page = client.get(url(type(demo.jobs[0]), "changelist"))
-    html = page.content.decode()
+    # The team's pages show its pipeline; Django admin is the installation's, not the team's.
+    html = client.get("/").content.decode()
     for name in ("clickstream_ingest", "clickstream_shred", "clickstream_daily"):
         assert name in html
+    assert client.get(url(type(demo.jobs[0]), "changelist")).status_code == 302
+    client.logout()
+    assert client.login(username=demo.superuser, password=demo.superuser_password)
+    html = client.get(url(type(demo.jobs[0]), "changelist")).content.decode()
+    for name in ("clickstream_ingest", "clickstream_shred", "clickstream_daily"):
+        assert name in html
+
+
+def test_drf_tokens_that_authenticate_nothing_have_no_admin_page(client, superuser):
+    client.force_login(superuser)
+    index = client.get("/admin/").content.decode()
+    assert "/admin/authtoken/" not in index
+    assert "/admin/bdre/apitoken/" in index

@@ -13,6 +13,7 @@ from processes import schedules
 from processes.models import Process, Property
 from tests.api import api_as
 from tests.factories import JOB_TYPE, JobFactory, StepFactory
+from tests.processes.conftest import landed
 
 pytestmark = pytest.mark.django_db
 
@@ -143,7 +144,7 @@ def test_a_number_too_large_for_the_database_is_a_400_without_the_database_s_wor
         "/api/v1/files/register/",
         {
             "source_process_id": job.pk,
-            "path": "/landing/orders.tsv",
+            "path": landed(job, "orders.tsv"),
             "file_size": 10**30,
             "file_hash": "h",
             "creation_ts": "2026-11-20T10:00:00Z",

@@ -29,10 +29,25 @@ def test_staff_create_a_team_and_become_its_admin(team):
     assert api_as(team.viewer).post("/api/v1/teams/", {"name": "x"}).status_code == 403
 
 
-def test_only_a_teams_admin_renames_it(team):
+def test_only_a_teams_staff_admin_renames_it(team):
     path = f"/api/v1/teams/{team.group.pk}/"
     assert api_as(team.developer).patch(path, {"name": "x"}, format="json").status_code == 403
+    assert api_as(team.admin).patch(path, {"name": "bi"}, format="json").status_code == 403
+    team.admin.is_staff = True
+    team.admin.save()
     assert api_as(team.admin).patch(path, {"name": "bi"}, format="json").status_code == 200
+
+
+def test_naming_a_team_like_another_reveals_nothing_to_who_may_not_name_teams(team):
+    """Team names are unique in the installation: "a group with this name already exists"
+    would tell a team's admin, or anyone, the names of teams he is not in (issue 18). Who may
+    not name teams is refused before the name is looked at, taken or not."""
+    path = f"/api/v1/teams/{team.group.pk}/"
+    for name in (team.other_group.name, "free-name"):
+        renamed = api_as(team.admin).patch(path, {"name": name}, format="json")
+        created = api_as(team.viewer).post("/api/v1/teams/", {"name": name}, format="json")
+        assert (renamed.status_code, created.status_code) == (403, 403)
+        assert "exists" not in renamed.content.decode() + created.content.decode()
 
 
 def test_a_team_keeps_at_least_one_admin(team):

@@ -1,11 +1,17 @@
-"""Lineage nodes are shared: one node per table, one per column of a table."""
+"""Lineage nodes are shared within a team: one node per table and team, one per column of a
+table."""
 
 from __future__ import annotations
 
 import pytest
 
 from lineage.models import NodeKind
-from tests.factories import LineageNodeFactory, LineageQueryFactory, LineageRelationFactory
+from tests.factories import (
+    LineageNodeFactory,
+    LineageQueryFactory,
+    LineageRelationFactory,
+    TeamFactory,
+)
 from tests.processes.test_models import rejected
 
 pytestmark = pytest.mark.django_db
@@ -14,6 +20,14 @@ pytestmark = pytest.mark.django_db
 def test_a_table_node_exists_once():
     LineageNodeFactory(qualified_name="default.events")
     assert rejected(lambda: LineageNodeFactory(qualified_name="default.events"))
+
+
+def test_a_table_node_exists_once_per_team_and_two_teams_may_each_have_one():
+    first, second = TeamFactory(), TeamFactory()
+    LineageNodeFactory(qualified_name="sales.orders", team=first)
+    LineageNodeFactory(qualified_name="sales.orders", team=second)
+    LineageNodeFactory(qualified_name="sales.orders", team=None)
+    assert rejected(lambda: LineageNodeFactory(qualified_name="sales.orders", team=first))
 
 
 def test_a_column_exists_once_per_table_but_may_repeat_across_tables():

@@ -68,7 +68,8 @@ def test_a_run_says_start_and_complete_for_the_job_and_each_step(team, events):
     assert sent[1]["run"]["runId"] == sent[2]["run"]["runId"] != job_run
     parent = sent[1]["run"]["facets"]["parent"]
     assert parent["run"]["runId"] == job_run
-    assert parent["job"] == {"namespace": "bdre", "name": "clicks"}
+    assert parent["job"] == {"namespace": f"bdre.team-{team.group.pk}", "name": "clicks"}
+    assert sent[0]["job"]["namespace"] == f"bdre.team-{team.group.pk}"  # names are per team
     assert sent[0]["job"]["facets"]["jobType"]["jobType"] == "JOB"
     assert sent[1]["job"]["facets"]["jobType"]["jobType"] == "TASK"
     assert sent[0]["run"]["runId"] == openlineage.run_uuid(outcome.instance_exec_id)

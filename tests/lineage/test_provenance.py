@@ -17,11 +17,14 @@ pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 @pytest.fixture
 def demo_run(settings, tmp_path, spark):
     settings.VAR_DIR = tmp_path
+    settings.BDRE_LANDING = tmp_path / "landing"
     setup = demo.set_up_demo()
     ingest, shred, daily = setup.jobs
     # The demo waits for files to be 5 seconds old; these are written whole at once.
     Property.objects.filter(process__parent=ingest, key="min_age_seconds").update(value="0")
-    first, _ = demo.generate_landing(demo.landing_folder(), files=2, events=200, in_flight=False)
+    first, _ = demo.generate_landing(
+        demo.landing_folder(setup.team), files=2, events=200, in_flight=False
+    )
     assert orchestrator.run_job(ingest.pk).succeeded
     shredded = orchestrator.run_job(shred.pk)
     assert shredded.succeeded, shredded.error

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from batches.locations import team_landing
 from processes.models import Process
 from processes.registry import StepSpec, create_job
 from tests.factories import JOB_TYPE, STEP_TYPE
@@ -45,3 +46,8 @@ def make_job(team):
 
 def steps_of(job: Process) -> list[Process]:
     return list(job.steps.order_by("id"))
+
+
+def landed(job: Process, name: str) -> str:
+    """A path in the landing folder of ``job``'s team: inside the storage every team owns."""
+    return str(team_landing(job.bus_domain.team_id) / name)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from processes.models import BusDomain, Process
 from processes.registry import StepSpec, create_job
-from tests.factories import JOB_TYPE
+from tests.factories import JOB_TYPE, grant_root
 
 SCAN, SHRED, CALL, SQL = 52, 55, 51, 56
 
@@ -28,6 +28,7 @@ def shred_pipeline(
     ``lake.events`` (step ``shred_events``), then runs a step ``after``: a no-op, or the
     Spark SQL ``sql`` into ``lake.after``. ``prefix`` goes before the job and step names,
     for two pipelines in one test."""
+    grant_root(application.team, landing)  # what the installation's superuser did
     ingest = create_job(
         bus_domain=application,
         name=f"{prefix}ingest",

@@ -9,13 +9,14 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from batches.models import Batch, BatchConsumpQueue, BatchState
+from batches.locations import team_landing
+from batches.models import Batch, BatchConsumpQueue, BatchState, File
 from bdre.models import ApiToken
 from processes import lifecycle
 from processes.models import ExecState, InstanceExec
 from tests.api import api_as
-from tests.factories import TEST_PASSWORD, InstanceExecFactory
-from tests.processes.conftest import steps_of
+from tests.factories import TEST_PASSWORD, InstanceExecFactory, grant_root
+from tests.processes.conftest import landed, steps_of
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +33,7 @@ def dev(team):
 def register(client, job, name, **extra):
     body = {
         "source_process_id": job.pk,
-        "path": f"/landing/{name}",
+        "path": str(team_landing(job.bus_domain.team_id) / name),
         "file_size": 10,
         "file_hash": name,
         "creation_ts": "2026-11-20T10:00:00Z",
@@ -77,7 +78,7 @@ def test_full_cycle_through_rest(dev, make_job):
     result = init.json()
     step = result["steps"][str(a.pk)]
     assert step["batch_ids"] == [body["batch_id"]]
-    assert step["files"][0]["path"] == "/landing/1.tsv"
+    assert step["files"][0]["path"] == landed(ingest, "1.tsv")
     assert result["last_recoverable_sp_id"] == a.pk
 
     sub = post(dev, f"processes/{a.pk}/init-step/")
@@ -154,7 +155,7 @@ def test_files_between_and_its_errors_113_and_114_through_rest(dev, make_job):
         f"/api/v1/processes/{step.pk}/files/", {"min_batch_id": first, "max_batch_id": second}
     )
     assert files.status_code == 200
-    assert [f["path"] for f in files.json()] == ["/landing/1.tsv", "/landing/2.tsv"]
+    assert [f["path"] for f in files.json()] == [landed(ingest, "1.tsv"), landed(ingest, "2.tsv")]
     missing = dev.get(
         f"/api/v1/processes/{step.pk}/files/", {"min_batch_id": first, "max_batch_id": 999999}
     )
@@ -232,18 +233,26 @@ def test_roles_on_register_file(team, make_job, role, expected):
     assert Batch.objects.filter(batch_type="file").exists() is (expected == 201)
 
 
-def test_registering_another_teams_file_reveals_nothing(team, make_job):
+def test_two_teams_granted_one_root_each_register_its_files_and_learn_nothing_of_the_other(
+    team, make_job
+):
     from tests.factories import JobFactory, StepFactory
 
     mine = make_job("ingest")
     make_job("load", upstream=[mine])
-    register(api_as(team.developer), mine, "shared.tsv")
+    # A root the installation's superuser granted to both teams.
+    shared = grant_root(team.group, "/shared/")
+    shared.granted_teams.add(team.other_group)
+    register(api_as(team.developer), mine, "x", path="/shared/a.tsv")
     theirs = JobFactory(bus_domain=team.other_application)
     StepFactory(parent=theirs)
-    response = register(api_as(team.outsider), theirs, "shared.tsv")
-    assert response.status_code == 409
-    assert "already registered" in str(response.json())
-    assert "batch_id" not in response.json()
+    response = register(api_as(team.outsider), theirs, "x", path="/shared/a.tsv")
+    assert response.status_code == 201, response.content  # its own registration, not ours
+    again = register(api_as(team.outsider), theirs, "x", path="/shared/a.tsv")
+    assert again.status_code == 200 and again.json()["batch_id"] == response.json()["batch_id"]
+    batch = Batch.objects.get(pk=response.json()["batch_id"])
+    assert batch.bus_domain == team.other_application
+    assert File.objects.filter(path="/shared/a.tsv").count() == 2
 
 
 @pytest.mark.parametrize("role,expected", [("viewer", 403), ("developer", 200), ("outsider", 404)])

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 
 from batches.models import BatchConsumpQueue, BatchState
-from tests.processes.conftest import steps_of
+from tests.processes.conftest import landed, steps_of
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +35,7 @@ def test_a_whole_cycle_from_the_command_line(make_job):
     registered = cli(
         "register_file",
         "--source-process-id", str(ingest.pk),
-        "--path", "/landing/a.tsv",
+        "--path", landed(ingest, "a.tsv"),
         "--file-size", "12",
         "--file-hash", "abc",
         "--creation-ts", "2026-11-20T08:00:00+00:00",
@@ -50,7 +50,7 @@ def test_a_whole_cycle_from_the_command_line(make_job):
         "--max-batch-id", str(registered["batch_id"]),
     )  # fmt: skip
     assert files == [
-        {"batch_id": registered["batch_id"], "path": "/landing/a.tsv", "file_size": 12,
+        {"batch_id": registered["batch_id"], "path": landed(ingest, "a.tsv"), "file_size": 12,
          "file_hash": "abc"}
     ]  # fmt: skip
     sub = cli("init_step", "--sub-process-id", str(step.pk))["sub_instance_exec_id"]
@@ -76,7 +76,7 @@ def test_term_requeue_and_discard_from_the_command_line(make_job):
     ingest = make_job("ingest")
     load = make_job("load", upstream=[ingest], max_retries=1)
     cli(
-        "register_file", "--source-process-id", str(ingest.pk), "--path", "/x",
+        "register_file", "--source-process-id", str(ingest.pk), "--path", landed(ingest, "x"),
         "--file-size", "1", "--file-hash", "h",
     )  # fmt: skip
     cli("init_job", "--process-id", str(load.pk), "--max-batch", "1")

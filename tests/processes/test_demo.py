@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from batches.locations import team_landing
 from processes import demo
 from processes.models import Process
 
@@ -24,8 +25,9 @@ pytestmark = pytest.mark.django_db
 def test_demo_command_prints_the_login_once_and_is_idempotent(capsys):
     call_command("demo")
     first = capsys.readouterr().out
-    match = re.search(r"login:\s+demo / (\S+)", first)
+    match = re.search(r"login:\s+demo / (\S+)\s+\(admin of team demo-team\)", first)
     assert match, first
+    assert re.search(r"superuser:\s+demo-admin / \S+", first), first
     call_command("demo")
     second = capsys.readouterr().out
     assert match.group(1) not in second
@@ -42,7 +44,8 @@ def test_demo_pipeline_links_ingest_to_shred_to_daily():
     assert daily.batch_cut_pattern == "EOD"
     assert shred.process_type.job_kind == "spark.shred"
     location = Process.objects.get(name="clickstream_ingest_scan").properties.get(key="location")
-    assert location.value.startswith("file:///") and location.value.endswith("/landing")
+    # The demo team's own landing folder: storage every team is granted.
+    assert location.value == team_landing(shred.bus_domain.team_id).as_uri()
 
 
 def test_demo_schedules_the_pipeline():

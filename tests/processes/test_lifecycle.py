@@ -15,7 +15,7 @@ from bdre.errors import BdreError
 from processes import lifecycle
 from processes.models import ExecState, InstanceExec
 from tests.factories import InstanceExecFactory
-from tests.processes.conftest import steps_of
+from tests.processes.conftest import landed, steps_of
 
 pytestmark = pytest.mark.django_db
 Queue = BatchConsumpQueue
@@ -155,14 +155,14 @@ def test_files_of_claimed_batches_are_returned(make_job):
     created = timezone.now()
     b1 = queue.register_file(
         source_process_id=ingest.pk,
-        path="/landing/1.txt",
+        path=landed(ingest, "1.txt"),
         file_size=10,
         file_hash="h1",
         creation_ts=created,
     )
     b2 = queue.register_file(
         source_process_id=ingest.pk,
-        path="/landing/2.txt",
+        path=landed(ingest, "2.txt"),
         file_size=20,
         file_hash="h2",
         creation_ts=created,
@@ -172,8 +172,8 @@ def test_files_of_claimed_batches_are_returned(make_job):
     got = result.steps[step.pk]
     assert got.batch_ids == [b1.pk, b2.pk]
     assert [(f.path, f.file_size, f.file_hash) for f in got.files] == [
-        ("/landing/1.txt", 10, "h1"),
-        ("/landing/2.txt", 20, "h2"),
+        (landed(ingest, "1.txt"), 10, "h1"),
+        (landed(ingest, "2.txt"), 20, "h2"),
     ]
 
 
@@ -407,15 +407,23 @@ def test_errors_113_and_114_from_files_between(make_job):
     (step,) = steps_of(load)
     now = timezone.now()
     b1 = queue.register_file(
-        source_process_id=ingest.pk, path="/a", file_size=1, file_hash="a", creation_ts=now
+        source_process_id=ingest.pk,
+        path=landed(ingest, "a"),
+        file_size=1,
+        file_hash="a",
+        creation_ts=now,
     )
     b2 = queue.register_file(
-        source_process_id=ingest.pk, path="/b", file_size=1, file_hash="b", creation_ts=now
+        source_process_id=ingest.pk,
+        path=landed(ingest, "b"),
+        file_size=1,
+        file_hash="b",
+        creation_ts=now,
     )
     assert [
         f.path
         for f in queue.files_between(sub_process_id=step.pk, min_batch_id=b1.pk, max_batch_id=b2.pk)
-    ] == ["/a", "/b"]
+    ] == [landed(ingest, "a"), landed(ingest, "b")]
     assert (
         code_of(queue.files_between, sub_process_id=step.pk, min_batch_id=b1.pk, max_batch_id=9999)
         == 114
@@ -822,7 +830,7 @@ def test_init_and_halt_job_queries_do_not_grow_with_queue_depth_or_max_batch(mak
         for i in range(depth):
             queue.register_file(
                 source_process_id=p1.pk,
-                path=f"/d{depth}/{i}",
+                path=landed(p1, f"d{depth}/{i}"),
                 file_size=1,
                 file_hash=str(i),
                 creation_ts=now,

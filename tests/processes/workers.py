@@ -70,6 +70,7 @@ def worker_env(tmp_path: Path, **extra: str) -> dict[str, str]:
             "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
             "BDRE_VAR_DIR": str(settings.VAR_DIR),  # the same broker folders as this process
             "BDRE_WAREHOUSE": str(settings.BDRE_WAREHOUSE),
+            "BDRE_LANDING": str(settings.BDRE_LANDING),
             "BDRE_HEARTBEAT_SECONDS": "1",
             "BDRE_REAPER_SECONDS": "2",
             "SPARK_MASTER": "local[1]",

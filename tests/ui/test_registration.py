@@ -104,7 +104,7 @@ def test_a_name_already_taken_is_said_on_the_name(team):
     client = client_as(team.developer)
     client.post("/jobs/new/", form(team))
     answer = client.post("/jobs/new/", form(team, steps=[{"name": "other_1"}]))
-    assert "exist already" in str(answer.context["form"].errors["name"])
+    assert "exists already in team analytics" in str(answer.context["form"].errors["name"])
 
 
 def test_viewers_and_outsiders_cannot_register_in_the_team(team):

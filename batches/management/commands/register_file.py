@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.core.management.base import CommandError
 from django.utils import timezone
 
 from batches import queue
+from batches.locations import LocationRefused
 from bdre.commands import JsonCommand
 
 
@@ -23,13 +25,16 @@ class Command(JsonCommand):
         parser.add_argument("--batch-marking", default=None)
 
     def run(self, **o: object) -> object:
-        batch = queue.register_file(
-            source_process_id=o["source_process_id"],
-            path=o["path"],
-            file_size=o["file_size"],
-            file_hash=o["file_hash"],
-            creation_ts=o["creation_ts"] or timezone.now(),
-            server_id=o["server_id"],
-            batch_marking=o["batch_marking"],
-        )
+        try:
+            batch = queue.register_file(
+                source_process_id=o["source_process_id"],
+                path=o["path"],
+                file_size=o["file_size"],
+                file_hash=o["file_hash"],
+                creation_ts=o["creation_ts"] or timezone.now(),
+                server_id=o["server_id"],
+                batch_marking=o["batch_marking"],
+            )
+        except LocationRefused as exc:
+            raise CommandError(str(exc)) from exc
         return {"batch_id": batch.pk}

@@ -47,18 +47,26 @@ class Command(BaseCommand):
             self._run(setup, o)
         out.write("")
         out.write(f"  UI:          http://{o['addrport']}/   admin: http://{o['addrport']}/admin/")
-        if setup.password:
-            out.write(f"  login:       {setup.username} / {setup.password}")
-            out.write("  (the password is printed this once; change it in the admin)")
-        else:
+        for label, username, password, role in (
+            ("login:     ", setup.username, setup.password, f"admin of team {setup.team.name}"),
+            ("superuser: ", setup.superuser, setup.superuser_password, "the installation's"),
+        ):
+            if password:
+                out.write(f"  {label}  {username} / {password}   ({role})")
+            else:
+                out.write(
+                    f"  {label}  {username} (existing user, password unchanged; reset it "
+                    f"with: manage.py changepassword {username})   ({role})"
+                )
+        if setup.password or setup.superuser_password:
             out.write(
-                f"  login:       {setup.username} (existing user, password unchanged; "
-                f"reset it with: manage.py changepassword {setup.username})"
+                "  (passwords are printed this once. Log in as the team admin to see what a "
+                "team sees; as the superuser for Django admin, every team and storage grants)"
             )
         if o["serve"]:
             out.write(
-                f"  Drop more files into {demo.landing_folder()}: the next scheduled scan "
-                f"(every {demo.DEMO_SCAN_SECONDS} s) picks them up."
+                f"  Drop more files into {demo.landing_folder(setup.team)}: the next scheduled "
+                f"scan (every {demo.DEMO_SCAN_SECONDS} s) picks them up."
             )
             out.flush()
             # A SIGTERM (not only Ctrl-C) also stops the worker started above.
@@ -70,7 +78,7 @@ class Command(BaseCommand):
 
     def _run(self, setup: demo.DemoSetup, o: dict) -> None:
         out = self.stdout
-        landing = demo.landing_folder()
+        landing = demo.landing_folder(setup.team)
         log = settings.VAR_DIR / "demo-worker.log"
         out.write(f"  starting the embedded worker with Beat (log: {log})")
         self.worker = start_worker(log)

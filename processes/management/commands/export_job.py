@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
-from bdre.commands import JsonCommand
+from bdre.commands import JsonCommand, team_named
 from bdre.ids import is_id
 from processes import registry
 from processes.models import Process
@@ -16,11 +16,20 @@ class Command(JsonCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("job", help="the job's id or name")
+        parser.add_argument(
+            "--team", default=None, help="the team (name or id) of the job: names are per team"
+        )
 
     def run(self, **o: object) -> object:
         key = str(o["job"])
         lookup = {"pk": int(key)} if is_id(key) else {"name": key}
-        job = Process.objects.filter(deleted=False, parent=None, **lookup).first()
-        if job is None:
+        jobs = Process.objects.filter(deleted=False, parent=None, **lookup)
+        if o["team"] is not None:
+            jobs = jobs.filter(bus_domain__team=team_named(str(o["team"])))
+        found = list(jobs.select_related("bus_domain__team")[:10])
+        if not found:
             raise CommandError(f"No live job {key!r}.")
-        return registry.export_job(job)
+        if len(found) > 1:  # names are per team (docs/security.md)
+            listed = ", ".join(sorted(j.bus_domain.team.name for j in found))
+            raise CommandError(f"Jobs named {key} are in teams {listed}: give its id or --team.")
+        return registry.export_job(found[0])

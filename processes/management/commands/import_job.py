@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from bdre.commands import JsonCommand
+from bdre.commands import JsonCommand, team_named
 from processes import registry
 from processes.serializers import PipelineSerializer
 
@@ -19,6 +19,12 @@ class Command(JsonCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("file", help="the document, or - for standard input")
+        parser.add_argument(
+            "--team",
+            default=None,
+            help="the team (name or id) whose application and upstream jobs the document "
+            "names: names are per team",
+        )
 
     def run(self, **o: object) -> object:
         try:
@@ -28,7 +34,9 @@ class Command(JsonCommand):
                 document = json.loads(Path(str(o["file"])).read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise CommandError(f"Cannot read the document: {exc}") from exc
-        parsed = PipelineSerializer(data=document)  # no request: an operator sees every job
+        # No request: an operator sees every job, or those of --team.
+        team = team_named(str(o["team"])) if o["team"] is not None else None
+        parsed = PipelineSerializer(data=document, context={"team": team})
         if not parsed.is_valid():
             raise CommandError(json.dumps(parsed.errors))
         try:

@@ -15,7 +15,7 @@ import pytest
 
 from processes.models import Process
 from processes.registry import StepSpec, create_job
-from tests.factories import JOB_TYPE
+from tests.factories import JOB_TYPE, grant_root
 
 SCAN_STEP_TYPE = 52  # generic-scan
 SINK_STEP_TYPE = 51  # python-callable
@@ -58,6 +58,7 @@ class LocalLanding:
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
         self.location = root.as_uri()
+        self.granted = root.as_uri() + "/"
         self.properties: dict[str, str] = {}
 
     def put(self, key: str, data: bytes = b"event\n") -> None:
@@ -80,6 +81,7 @@ class S3Landing:
         self.bucket = f"landing-{uuid.uuid4().hex[:12]}"
         self.client.create_bucket(Bucket=self.bucket)
         self.location = f"s3://{self.bucket}/feed/"
+        self.granted = f"s3://{self.bucket}/"
         self.properties = {"endpoint_url": endpoint, "region": "us-east-1"}
 
     def put(self, key: str, data: bytes = b"event\n") -> None:
@@ -108,6 +110,9 @@ def landing(request, tmp_path):
 def ingest_job(team, landing):
     """``ingest_job(**scan_properties)``: an ingestion job scanning the landing, with one
     downstream job consuming its files."""
+
+    # The installation's superuser granted the team its landing.
+    grant_root(team.group, landing.granted)
 
     def make(**props: object) -> tuple[Process, Process, Process]:
         scan_props = {

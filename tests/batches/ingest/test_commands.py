@@ -30,6 +30,7 @@ def test_scan_files_prints_the_summary(ingest_job, landing):
 
 @pytest.mark.parametrize("landing", ["local"], indirect=True)
 def test_scan_files_reports_a_broken_location(ingest_job, landing):
-    job, _step, _ = ingest_job(location="file:///nonexistent/bdre/landing")
+    # Inside the granted root, but no folder is there.
+    job, _step, _ = ingest_job(location=landing.location + "/nonexistent")
     with pytest.raises(CommandError, match="failed: StorageError"):
         call_command("scan_files", "--process-id", str(job.pk), stdout=io.StringIO())

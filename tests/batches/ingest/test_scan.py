@@ -7,6 +7,7 @@ import pytest
 
 from batches import queue
 from batches.ingest.scan import ScanConfigError, scan
+from batches.ingest.storage import StorageError
 from batches.models import BatchConsumpQueue, File, ScanState
 from processes import orchestrator
 from processes.models import InstanceExec, ProcessLog, Property
@@ -243,3 +244,27 @@ def test_an_unknown_server_is_a_clear_error(ingest_job, landing):
     _job, step, _ = ingest_job(server="nowhere")
     with pytest.raises(ScanConfigError, match="is not a server of the team"):
         scan(step.pk)
+
+
+@pytest.mark.parametrize("landing", ["s3"], indirect=True)
+def test_a_server_whose_secret_no_key_reads_fails_the_scan_saying_so(
+    ingest_job, landing, team, settings
+):
+    from processes.models import Server
+    from tests.bdre.test_fields import lose_key_of
+
+    server = Server.objects.create(
+        team=team.group,
+        server_type="s3",
+        name="minio",
+        metainfo=f"endpoint_url={landing.properties['endpoint_url']}",
+        login_user="AKIAEXAMPLE",
+        login_password="secret-example-key",
+    )
+    lose_key_of(settings, server)
+    _job, step, _ = ingest_job()
+    Property.objects.create(process=step, config_group="scan", key="server", value="minio")
+    landing.put("1.txt")
+    with pytest.raises(StorageError, match="minio: its stored secret cannot be read"):
+        scan(step.pk)
+    assert not File.objects.exists()

@@ -15,7 +15,7 @@ from processes import orchestrator
 from processes.jobs import spark_cleanse, spark_sql
 from processes.models import InstanceExec
 from processes.registry import StepSpec, create_job
-from tests.factories import JOB_TYPE
+from tests.factories import JOB_TYPE, grant_root
 from tests.lineage.openlineage_schema import validate_run_event
 
 pytestmark = pytest.mark.django_db
@@ -63,10 +63,12 @@ def test_sql_placeholders():
 
 
 @pytest.fixture
-def lake(tmp_path, settings, spark):
+def lake(tmp_path, settings, spark, team):
     settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
     landing = tmp_path / "landing"
     landing.mkdir()
+    grant_root(team.group, landing)
+    grant_root(team.group, tmp_path / "exports")
     return tmp_path
 
 
@@ -195,11 +197,13 @@ def test_load_cleanse_sql_and_export_end_to_end(
         "orders": ([], []),
     }
     sql_output = done["orders.orders_2"]["outputs"][0]
+    # The team's tables are in its own namespace: another team's lake.orders is another one.
+    assert sql_output["namespace"] == f"bdre-warehouse.team-{team.group.pk}"
     assert sql_output["facets"]["columnLineage"]["fields"] == {
         "total": {
             "inputFields": [
                 {
-                    "namespace": "bdre-warehouse",
+                    "namespace": f"bdre-warehouse.team-{team.group.pk}",
                     "name": "lake.orders",
                     "field": "amount",
                     "transformations": [
@@ -266,6 +270,7 @@ def test_export_to_a_jdbc_table(team, lake, spark):
         team, "ingest", [(SCAN, {"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}})]
     )
     url = f"jdbc:derby:memory:bdre{id(lake)};create=true"
+    grant_root(team.group, url, server_type="jdbc")  # the database the superuser granted
     flow = job(
         team,
         "flow",

@@ -13,7 +13,7 @@ from processes.jobs import spark_sql
 from processes.models import ExecState, InstanceExec, Process, ProcessLog, Property
 from processes.registry import StepSpec, create_job
 from tests.api import api_as
-from tests.factories import JOB_TYPE
+from tests.factories import JOB_TYPE, grant_root
 
 pytestmark = pytest.mark.django_db
 SCAN, LOAD, SQL = 52, 53, 56
@@ -47,9 +47,10 @@ ATTACKS = [
 
 
 @pytest.fixture
-def lake(tmp_path, settings, spark):
+def lake(tmp_path, settings, spark, team):
     settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
     (tmp_path / "landing").mkdir()
+    grant_root(team.group, tmp_path / "landing")
     return tmp_path
 
 

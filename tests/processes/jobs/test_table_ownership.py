@@ -11,7 +11,7 @@ from batches.models import HiveTable
 from processes import orchestrator
 from processes.models import BusDomain
 from processes.registry import StepSpec, create_job
-from tests.factories import JOB_TYPE
+from tests.factories import JOB_TYPE, grant_root
 
 pytestmark = pytest.mark.django_db
 SQL, CLEANSE, EXPORT = 56, 54, 57
@@ -108,6 +108,7 @@ def test_cleanse_and_export_of_another_team_cannot_read_an_unshared_table(
     write_orders(team.application, "a_orders", "a")
     exports = lake / "exports"
     if kind == EXPORT:
+        grant_root(team.other_group, exports)  # its folder is granted; the table is not
         properties["export"]["location"] = exports.as_uri()
     step = one_step_job(team.other_application, "b_step", kind, properties)
     outcome = orchestrator.run_job(step.pk)

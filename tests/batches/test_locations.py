@@ -1,0 +1,382 @@
+"""Storage is granted, not typed (docs/security.md): every location a team's steps and file
+registrations name lies inside the team's roots. Each test is an attack a developer of one
+team could try with what the UI and the API give him."""
+
+from __future__ import annotations
+
+import io
+import os
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from batches import queue
+from batches.locations import LocationRefused, check_location, normalise, team_landing
+from batches.models import Batch, File
+from processes import orchestrator
+from processes.models import ExecState, InstanceExec, Process, ProcessLog, Property, Server
+from processes.registry import StepSpec, create_job
+from tests.api import api_as
+from tests.factories import JOB_TYPE, UserFactory, grant_root
+
+pytestmark = pytest.mark.django_db
+SCAN, EXPORT = "generic-scan", "generic-export"
+
+
+@pytest.fixture
+def make_job(team):
+    def make(name: str, upstream: list[Process] | None = None) -> Process:
+        return create_job(
+            bus_domain=team.application,
+            name=name,
+            process_type_id=JOB_TYPE,
+            steps=[StepSpec(f"{name}_step", 51, upstream=[u.pk for u in upstream or []])],
+        )
+
+    return make
+
+
+def pipeline(team, kind: str, properties: dict, name: str = "grab") -> dict:
+    return {
+        "name": name,
+        "application": team.application.name,
+        "process_type": "generic-job",
+        "steps": [{"name": f"{name}_step", "process_type": kind, "properties": properties}],
+    }
+
+
+def register_pipeline(user, body: dict):
+    return api_as(user).post("/api/v1/processes/pipeline/", body, format="json")
+
+
+def other_landing(team) -> str:
+    return team_landing(team.other_group.pk).as_uri()
+
+
+# --- scan locations ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "location",
+    [
+        "file:///etc",
+        "/proc/self",
+        "file:///",
+        "file://otherhost/data",
+        "{other}",  # another team's landing folder
+        "{mine}/../team-{other_id}",  # out of one's own folder by ..
+        "{warehouse}",  # the other team's tables
+        "s3://any-bucket/any/prefix/",
+        "hdfs://namenode/",
+        "ftp://example.com/",
+    ],
+)
+def test_a_scan_of_a_location_outside_the_teams_roots_is_a_400_naming_the_roots(
+    team, settings, location
+):
+    location = location.format(
+        other=other_landing(team),
+        mine=team_landing(team.group.pk).as_uri(),
+        other_id=team.other_group.pk,
+        warehouse=(settings.BDRE_WAREHOUSE / f"team-{team.other_group.pk}").as_uri(),
+    )
+    response = register_pipeline(
+        team.developer, pipeline(team, SCAN, {"scan": {"location": location}})
+    )
+    assert response.status_code == 400, response.content
+    text = response.content.decode()
+    assert team_landing(team.group.pk).as_uri() in text  # the allowed roots are named
+    assert not Process.objects.filter(name__startswith="grab").exists()
+
+
+def test_a_scan_of_the_teams_own_landing_folder_and_of_a_granted_root_is_registered(team, tmp_path):
+    grant_root(team.group, tmp_path / "feed", name="feed")
+    for name, location in (
+        ("own", team_landing(team.group.pk).as_uri() + "/orders"),
+        ("granted", (tmp_path / "feed" / "2026").as_uri()),
+        ("plain", str(tmp_path / "feed")),
+    ):
+        response = register_pipeline(
+            team.developer, pipeline(team, SCAN, {"scan": {"location": location}}, name)
+        )
+        assert response.status_code == 201, response.content
+
+
+def test_a_root_granted_to_one_team_is_not_granted_to_another(team, tmp_path):
+    grant_root(team.group, tmp_path / "feed")
+    response = register_pipeline(
+        team.outsider,
+        {
+            **pipeline(team, SCAN, {"scan": {"location": (tmp_path / "feed").as_uri()}}),
+            "application": team.other_application.name,
+        },
+    )
+    assert response.status_code == 400
+    # The refusal names the outsider's own roots, never the other team's grant.
+    assert "(server " not in response.content.decode()
+
+
+def test_a_symlink_inside_the_teams_folder_that_leads_out_of_it_is_outside(team):
+    mine = team_landing(team.group.pk)
+    theirs = team_landing(team.other_group.pk)
+    mine.mkdir(parents=True, exist_ok=True)
+    theirs.mkdir(parents=True, exist_ok=True)
+    link = mine / "shortcut"
+    if link.is_symlink():
+        link.unlink()
+    os.symlink(theirs, link)
+    with pytest.raises(LocationRefused, match="outside the storage granted"):
+        check_location(team.group.pk, link.as_uri())
+    with pytest.raises(LocationRefused):
+        check_location(team.group.pk, str(link / "orders.tsv"))
+
+
+def test_s3_and_s3a_are_one_scheme_and_dot_segments_are_refused(team):
+    grant_root(team.group, "s3://lake/team-a/", server_type="s3")
+    assert check_location(team.group.pk, "s3a://lake/team-a/in/") == "s3://lake/team-a/in/"
+    assert check_location(team.group.pk, "S3://LAKE/team-a/x.tsv") == "s3://lake/team-a/x.tsv"
+    for outside in ("s3://lake/team-b/", "s3://lake/team-ab/", "s3a://other/team-a/"):
+        with pytest.raises(LocationRefused, match="allowed roots"):
+            check_location(team.group.pk, outside)
+    with pytest.raises(LocationRefused, match=r"'\.\.'"):
+        check_location(team.group.pk, "s3a://lake/team-a/../team-b/")
+
+
+def test_normalise_resolves_dots_and_file_uris_to_one_path(tmp_path):
+    assert normalise(f"file://{tmp_path}/a/../b") == (tmp_path / "b").as_uri()
+    assert normalise(f"{tmp_path}/./b/") == (tmp_path / "b").as_uri()
+    with pytest.raises(LocationRefused, match="absolute path"):
+        normalise("relative/path")
+
+
+def test_a_scan_location_changed_behind_the_registry_fails_the_step_before_it_lists(team):
+    job = create_job(
+        bus_domain=team.application,
+        name="ingest",
+        process_type_id=JOB_TYPE,
+        steps=[
+            StepSpec(
+                "scan",
+                52,
+                properties={"scan": {"location": team_landing(team.group.pk).as_uri()}},
+            )
+        ],
+    )
+    Property.objects.filter(process__parent=job, key="location").update(value="file:///etc")
+    outcome = orchestrator.run_job(job.pk)
+    assert not outcome.succeeded
+    assert "outside the storage granted" in outcome.error
+    run = InstanceExec.objects.get(process__parent=job)
+    assert run.exec_state_id == ExecState.FAILED
+    assert ProcessLog.objects.filter(instance_exec=run, message_id="location.refused").exists()
+    assert not File.objects.exists()
+
+
+# --- registered files ----------------------------------------------------------------------
+
+
+def register_file(user, job, path: str, **extra):
+    return api_as(user).post(
+        "/api/v1/files/register/",
+        {
+            "source_process_id": job.pk,
+            "path": path,
+            "file_size": 10,
+            "file_hash": "h",
+            "creation_ts": "2026-11-20T10:00:00Z",
+            **extra,
+        },
+        format="json",
+    )
+
+
+@pytest.fixture
+def ingest(team, make_job):
+    job = make_job("ingest")
+    make_job("load", upstream=[job])
+    return job
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/etc/passwd",
+        "file:///etc/shadow",
+        "{other}/orders.tsv",
+        "{mine}/../team-{other_id}/orders.tsv",
+        "relative/orders.tsv",
+        "s3://bucket/orders.tsv",
+    ],
+)
+def test_a_file_outside_the_teams_roots_cannot_be_registered(team, ingest, path):
+    path = path.format(
+        other=other_landing(team),
+        mine=team_landing(team.group.pk),
+        other_id=team.other_group.pk,
+    )
+    batches = Batch.objects.count()
+    response = register_file(team.developer, ingest, path)
+    assert response.status_code == 400, response.content
+    assert "allowed roots" in response.json()["path"][0]
+    assert Batch.objects.count() == batches and not File.objects.exists()
+
+
+def test_a_file_registered_by_another_team_in_its_own_folder_is_never_revealed(team, make_job):
+    theirs = make_job("ingest")  # team A registers in its own landing folder
+    path = str(team_landing(team.group.pk) / "secret.tsv")
+    queue.register_file(
+        source_process_id=theirs.pk,
+        path=path,
+        file_size=1,
+        file_hash="h",
+        creation_ts=timezone.now(),
+    )
+    from tests.factories import JobFactory, StepFactory
+
+    mine = JobFactory(bus_domain=team.other_application)
+    StepFactory(parent=mine)
+    response = register_file(team.outsider, mine, path, file_hash="h")
+    # Refused for where it is, before any look-up: not a 409 saying it is registered.
+    assert response.status_code == 400
+    assert "already registered" not in response.content.decode()
+
+
+def test_a_relative_path_on_a_granted_server_lies_under_its_root(team, ingest, tmp_path):
+    server = grant_root(team.group, tmp_path / "feed")
+    assert register_file(team.developer, ingest, "2026/a.tsv", server_id=server.pk).status_code == (
+        201
+    )
+    assert File.objects.get().path == "2026/a.tsv"
+    escape = register_file(team.developer, ingest, "../../etc/passwd", server_id=server.pk)
+    assert escape.status_code == 400
+
+
+def test_the_cli_refuses_a_file_outside_the_roots_with_the_reason(ingest):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="allowed roots"):
+        call_command(
+            "register_file",
+            "--source-process-id",
+            str(ingest.pk),
+            "--path",
+            "/etc/passwd",
+            "--file-size",
+            "1",
+            "--file-hash",
+            "x",
+            stdout=io.StringIO(),
+        )
+
+
+# --- export targets ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "export",
+    [
+        {"format": "csv", "location": "file:///tmp/anywhere"},
+        {"format": "parquet", "location": "{warehouse}"},
+        {"format": "jdbc", "jdbc_url": "jdbc:postgresql://127.0.0.1:5432/test", "jdbc_table": "t"},
+        {"format": "jdbc", "jdbc_url": "jdbc:sqlite:/srv/bdre/var/bdre.sqlite3", "jdbc_table": "t"},
+    ],
+)
+def test_an_export_outside_the_teams_roots_is_a_400(team, settings, export):
+    export = {
+        k: v.format(warehouse=(settings.BDRE_WAREHOUSE / f"team-{team.other_group.pk}").as_uri())
+        for k, v in export.items()
+    }
+    body = pipeline(team, EXPORT, {"export": {"source_table": "lake.orders", **export}})
+    response = register_pipeline(team.developer, body)
+    assert response.status_code == 400, response.content
+    assert "allowed roots" in response.content.decode()
+
+
+def test_an_export_to_a_granted_jdbc_url_or_the_teams_folder_is_registered(team, tmp_path):
+    grant_root(team.group, "jdbc:postgresql://reports.example.com:5432/sales", server_type="jdbc")
+    for name, export in (
+        ("db", {"format": "jdbc", "jdbc_url": "jdbc:postgresql://reports.example.com:5432/sales"}),
+        ("files", {"format": "csv", "location": team_landing(team.group.pk).as_uri() + "/out"}),
+    ):
+        body = pipeline(team, EXPORT, {"export": {"source_table": "lake.orders", **export}}, name)
+        assert register_pipeline(team.developer, body).status_code == 201
+
+
+def test_a_property_changed_through_the_api_is_checked_as_well(team, tmp_path):
+    body = pipeline(
+        team, SCAN, {"scan": {"location": team_landing(team.group.pk).as_uri()}}, "feed"
+    )
+    assert register_pipeline(team.developer, body).status_code == 201
+    prop = Property.objects.get(process__name="feed_step", key="location")
+    response = api_as(team.developer).patch(
+        f"/api/v1/properties/{prop.pk}/", {"value": "file:///etc"}, format="json"
+    )
+    assert response.status_code == 400
+    assert "allowed roots" in response.content.decode()
+    assert Property.objects.get(pk=prop.pk).value == team_landing(team.group.pk).as_uri()
+
+
+# --- who grants roots ----------------------------------------------------------------------
+
+
+def test_a_team_admin_cannot_grant_his_team_a_root(team):
+    api = api_as(team.admin)
+    body = {"team": team.group.pk, "server_type": "local", "name": "mine", "root": "file:///"}
+    response = api.post("/api/v1/servers/", body, format="json")
+    assert response.status_code == 403
+    assert not Server.objects.filter(name="mine").exists()
+    server = grant_root(team.group, "/srv/feeds/a", name="feeds")
+    for change in ({"root": "file:///srv/feeds"}, {"granted_teams": [team.other_group.pk]}):
+        response = api.patch(f"/api/v1/servers/{server.pk}/", change, format="json")
+        assert response.status_code == 403, change
+    server.refresh_from_db()
+    assert server.root == "file:///srv/feeds/a" and not server.granted_teams.exists()
+    # Credentials stay the team admin's to manage.
+    response = api.patch(f"/api/v1/servers/{server.pk}/", {"login_user": "svc"}, format="json")
+    assert response.status_code == 200
+
+
+def test_a_superuser_grants_a_root_to_teams_and_they_see_the_server(team):
+    root = UserFactory(username="root", is_superuser=True, is_staff=True)
+    body = {
+        "team": team.group.pk,
+        "server_type": "s3",
+        "name": "lake",
+        "root": "s3a://lake/shared/",
+        "granted_teams": [team.other_group.pk],
+    }
+    response = api_as(root).post("/api/v1/servers/", body, format="json")
+    assert response.status_code == 201, response.content
+    assert check_location(team.other_group.pk, "s3://lake/shared/x/") == "s3://lake/shared/x/"
+    names = [s["name"] for s in api_as(team.outsider).get("/api/v1/servers/").json()["results"]]
+    assert names == ["lake"]
+    bad = api_as(root).post(
+        "/api/v1/servers/", {**body, "name": "bad", "root": "s3://x/../y"}, format="json"
+    )
+    assert bad.status_code == 400
+
+
+# --- rows stored before roots were enforced -----------------------------------------------
+
+
+def test_check_locations_reports_rows_outside_and_exits_1(team, make_job):
+    job = make_job("ingest")
+    clean = io.StringIO()
+    call_command("check_locations", stdout=clean)
+    assert "Every stored location" in clean.getvalue()
+    step = job.steps.get()
+    Property.objects.create(process=step, config_group="x", key="y", value="irrelevant")
+    Process.objects.filter(pk=step.pk).update(process_type_id=52)
+    Property.objects.create(process=step, config_group="scan", key="location", value="file:///etc")
+    batch = Batch.objects.create(bus_domain=team.application, batch_type="file")
+    File.objects.create(
+        batch=batch, path="/proc/self/environ", file_size=1, file_hash="h",
+        creation_ts=timezone.now(),
+    )  # fmt: skip
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(SystemExit) as exit_:
+        call_command("check_locations", stdout=out, stderr=err)
+    assert exit_.value.code == 1
+    assert "file:///etc" in out.getvalue() and "/proc/self/environ" in out.getvalue()
+    assert "2 stored location(s)" in err.getvalue()
