@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
+from bdre.ids import is_id
 from processes.models import Server
 
 OBJECT_STORE_SCHEMES = {"s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gs", "abfs": "abfs"}
@@ -37,10 +39,18 @@ class LocationRefused(ValueError):
     names the allowed roots."""
 
 
+# Characters the check and Spark would read differently: Hadoop keeps what follows ``?`` or
+# ``#`` in a path (urlparse drops it, and ``x?/../../other`` then climbs out), and expands
+# globs (``{a,../other}``, ``[...]``, ``*``) when it reads. A file whose name holds one would
+# be read as a pattern by Spark anyway.
+UNSAFE = re.compile(r"[?#{}\[\]*\\\x00-\x1f\x7f]")
+
+
 @dataclass(frozen=True)
 class Root:
     uri: str  # normalised; folders and prefixes end with "/"
     label: str  # where the grant comes from, for the error message
+    server: Server | None = None
 
     def holds(self, normalised: str) -> bool:
         if self.uri.startswith("jdbc:"):
@@ -57,29 +67,30 @@ def _team_warehouse(team_id: int) -> Path:
     return settings.BDRE_WAREHOUSE / f"team-{team_id}"
 
 
-def normalise(location: str, *, base: str = "") -> str:
+def normalise(location: str) -> str:
     """``location`` as one canonical URI: ``file:///abs/path`` (symlinks and ``..``
-    resolved), ``s3://bucket/key``, or a JDBC URL as given. A relative path is taken
-    relative to ``base`` (a server's root) and refused without one."""
-    location = location.strip()
-    if not location:
-        raise LocationRefused("no location given")
+    resolved), ``s3://bucket/key``, ``hdfs://host/path``, or a JDBC URL as given."""
+    if not location or location != location.strip():
+        raise LocationRefused(f"{location!r}: no location, or spaces around it")
     if location.startswith("jdbc:"):
         return location
+    if UNSAFE.search(location):
+        raise LocationRefused(
+            f"{location}: '?', '#', glob characters ({{}}[]*), backslashes and control "
+            "characters are not allowed in a location"
+        )
     parsed = urlparse(location)
     scheme = parsed.scheme.lower()
     if scheme in ("", "file"):
         if scheme == "file" and parsed.netloc not in ("", "localhost"):
             raise LocationRefused(f"{location}: only local file URIs (file:///abs/dir) are allowed")
         path = unquote(parsed.path) if scheme == "file" else location
-        if "\x00" in path:
-            raise LocationRefused(f"{location!r}: not a path")
+        if UNSAFE.search(path):
+            raise LocationRefused(f"{location}: an encoded character that is not allowed")
         if not path.startswith("/"):
-            if not base:
-                raise LocationRefused(
-                    f"{location}: give an absolute path or a URI (file:///..., s3://...)"
-                )
-            return normalise(base.rstrip("/") + "/" + path)
+            raise LocationRefused(
+                f"{location}: give an absolute path or a URI (file:///..., s3://...)"
+            )
         return Path(os.path.realpath(path)).as_uri()
     if scheme in OBJECT_STORE_SCHEMES:
         if not parsed.netloc:
@@ -101,65 +112,86 @@ def normalise(location: str, *, base: str = "") -> str:
     )
 
 
-def _as_root(uri: str, label: str) -> Root | None:
+def _as_root(server: Server) -> Root | None:
     try:
-        normalised = normalise(uri)
+        normalised = normalise(server.root)
     except LocationRefused:
         return None  # a broken root grants nothing; check_locations reports it
     if not normalised.startswith("jdbc:") and not normalised.endswith("/"):
         normalised += "/"
-    return Root(normalised, label)
+    return Root(normalised, f"server {server.name}", server)
 
 
-def granted_servers(team_id: int):
+def grants_storage(server: Server) -> bool:
+    """Whether ``server`` grants a root (to its team or others): an installation
+    superuser's to create, change and delete."""
+    return bool(server.root) or server.granted_teams.exists()
+
+
+def granted_servers(team_id: int) -> QuerySet[Server]:
     """The servers a team may use: its own and those granted to it."""
     return Server.objects.filter(Q(team_id=team_id) | Q(granted_teams=team_id)).distinct()
 
 
-def team_roots(team_id: int) -> list[Root]:
-    roots = [
-        Root(team_landing(team_id).as_uri() + "/", "the team's landing folder"),
-        Root(_team_warehouse(team_id).as_uri() + "/", "the team's warehouse folder"),
-    ]
-    for server in granted_servers(team_id).exclude(root="").order_by("name"):
-        root = _as_root(server.root, f"server {server.name}")
-        if root is not None:
-            roots.append(root)
-    return roots
+class TeamStorage:
+    """A team's roots and servers, read once: check as many locations as needed with them
+    (a step's files, a scan's pages)."""
 
+    def __init__(self, team_id: int):
+        self.team_id = team_id
+        self.servers = {s.pk: s for s in granted_servers(team_id).order_by("name")}
+        self.roots = [
+            Root(team_landing(team_id).as_uri() + "/", "the team's landing folder"),
+            Root(_team_warehouse(team_id).as_uri() + "/", "the team's warehouse folder"),
+        ]
+        self.roots += [r for s in self.servers.values() if s.root and (r := _as_root(s))]
 
-def _refusal(location: str, team_id: int, roots: list[Root]) -> LocationRefused:
-    allowed = ", ".join(f"{r.uri} ({r.label})" for r in roots)
-    return LocationRefused(
-        f"{location} is outside the storage granted to the team; allowed roots: {allowed}. "
-        "An installation superuser grants more roots as servers (docs/security.md)."
-    )
+    def server(self, ref: str) -> Server:
+        """The team's server named ``ref`` (a name or an id); its own before a granted one."""
+        found = [
+            s for s in self.servers.values() if (str(s.pk) == ref if is_id(ref) else s.name == ref)
+        ]
+        found.sort(key=lambda s: s.team_id != self.team_id)
+        if not found:
+            raise LocationRefused(f"server {ref!r} is not a server of the team")
+        return found[0]
+
+    def check(self, location: str, *, server: Server | None = None) -> str:
+        """The normalised ``location`` if it lies inside one of the roots (inside
+        ``server``'s root when one is named and has a root: its credentials are for that
+        root), else :class:`LocationRefused` naming the allowed roots."""
+        if server is not None and server.pk not in self.servers:
+            raise LocationRefused(f"server {server.pk} is not a server of the team")
+        try:
+            normalised = normalise(location)
+        except LocationRefused as exc:
+            raise LocationRefused(f"{exc}; allowed roots: {self._listed(self.roots)}") from exc
+        roots = self.roots
+        if server is not None and server.root:
+            roots = [r for r in roots if r.server is not None and r.server.pk == server.pk]
+        if not any(root.holds(normalised) for root in roots):
+            raise LocationRefused(
+                f"{location} is outside the storage granted to the team; allowed roots: "
+                f"{self._listed(roots)}. An installation superuser grants more roots as "
+                "servers (docs/security.md)."
+            )
+        return normalised
+
+    def server_for(self, location: str) -> Server | None:
+        """The granted server whose root holds ``location`` most closely: whose credentials
+        and endpoint reach it. None inside the team's own folders."""
+        normalised = normalise(location)
+        holding = [r for r in self.roots if r.server is not None and r.holds(normalised)]
+        return max(holding, key=lambda r: len(r.uri)).server if holding else None
+
+    @staticmethod
+    def _listed(roots: list[Root]) -> str:
+        return ", ".join(f"{r.uri} ({r.label})" for r in roots) or "none"
 
 
 def check_location(team_id: int, location: str, *, server: Server | None = None) -> str:
-    """The normalised ``location`` if it lies inside a root of ``team_id`` (inside
-    ``server``'s root when one is named: its credentials are for that root), else
-    :class:`LocationRefused` naming the allowed roots."""
-    roots = team_roots(team_id)
-    if server is not None and not granted_servers(team_id).filter(pk=server.pk).exists():
-        raise LocationRefused(f"server {server.pk} is not a server of the team")
-    base = server.root if server is not None else ""
-    try:
-        normalised = normalise(location, base=base)
-    except LocationRefused as exc:
-        raise LocationRefused(f"{exc}; allowed roots: {_listed(roots)}") from exc
-    if server is not None and server.root:
-        server_root = _as_root(server.root, f"server {server.name}")
-        if server_root is None or not server_root.holds(normalised):
-            raise _refusal(location, team_id, [r for r in [server_root] if r])
-        return normalised
-    if not any(root.holds(normalised) for root in roots):
-        raise _refusal(location, team_id, roots)
-    return normalised
-
-
-def _listed(roots: list[Root]) -> str:
-    return ", ".join(r.uri for r in roots)
+    """:meth:`TeamStorage.check` for one location."""
+    return TeamStorage(team_id).check(location, server=server)
 
 
 # The step properties that name a location, by kind: (group, key).
@@ -184,9 +216,12 @@ def rows_outside() -> Iterator[Outside]:
     from batches.models import File
     from processes.models import Property
 
+    storages: dict[int, TeamStorage] = {}
+
     def verdict(team_id: int, location: str, server: Server | None = None) -> str:
+        storage = storages.setdefault(team_id, TeamStorage(team_id))
         try:
-            check_location(team_id, location, server=server)
+            storage.check(location, server=server)
         except LocationRefused as exc:
             return str(exc)
         return ""
@@ -214,5 +249,5 @@ def rows_outside() -> Iterator[Outside]:
         if reason:
             yield Outside("file", file.pk, team_id, file.path, reason)
     for server in Server.objects.exclude(root="").order_by("pk"):
-        if _as_root(server.root, server.name) is None:
+        if _as_root(server) is None:
             yield Outside("server", server.pk, server.team_id, server.root, "not a valid root")

@@ -15,7 +15,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q, QuerySet, Subquery
 from django.utils import timezone
 
-from batches.locations import LocationRefused, check_location
+from batches.locations import LocationRefused, TeamStorage
 from batches.models import (
     CLAIMABLE_STATES,
     ArchiveConsumpQueue,
@@ -25,7 +25,7 @@ from batches.models import (
     File,
 )
 from bdre.errors import BdreError, Code
-from processes.models import ExecState, InstanceExec, Process, Server
+from processes.models import ExecState, InstanceExec, Process
 
 Queue = BatchConsumpQueue
 CLAIMABLE = CLAIMABLE_STATES
@@ -134,11 +134,12 @@ def register_file_once(
     job = _job(source_process_id)
     if file_size < 0:
         raise ValueError("file_size must not be negative")
-    server = Server.objects.filter(pk=server_id).first() if server_id is not None else None
+    team_id = job.bus_domain.team_id
+    storage = TeamStorage(team_id)
+    server = storage.servers.get(server_id) if server_id is not None else None
     if server_id is not None and server is None:
         raise LocationRefused(f"server {server_id} is not a server of the team")
-    team_id = job.bus_domain.team_id
-    check_location(team_id, path, server=server)
+    storage.check(path, server=server)
     # Registered once per team: another team's registration of the same file (a root granted
     # to both) is neither returned nor a reason to refuse.
     same = {"team_id": team_id, "server_id": server_id, "path": path, "file_hash": file_hash}

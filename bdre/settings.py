@@ -277,6 +277,18 @@ BDRE_WAREHOUSE = Path(env_str("BDRE_WAREHOUSE", str(VAR_DIR / "warehouse"))).res
 # registrations name locations only inside their team's folders here and under
 # BDRE_WAREHOUSE, or inside the root of a Server granted to the team (docs/security.md).
 BDRE_LANDING = Path(env_str("BDRE_LANDING", str(VAR_DIR / "landing"))).resolve()
+# The JDBC driver classes a spark.export step may name (Spark loads the class by its name).
+BDRE_JDBC_DRIVERS = env_list(
+    "BDRE_JDBC_DRIVERS",
+    [
+        "org.postgresql.Driver",
+        "com.mysql.cj.jdbc.Driver",
+        "org.mariadb.jdbc.Driver",
+        "com.microsoft.sqlserver.jdbc.SQLServerDriver",
+        "oracle.jdbc.OracleDriver",
+        "org.apache.derby.jdbc.EmbeddedDriver",
+    ],
+)
 # python.callable steps call only functions defined under these dotted prefixes, matched by
 # whole segments (docs/security.md). Development and tests add the tests' step bodies; the
 # production image has no tests package.

@@ -94,7 +94,7 @@ def child(backends: list[str], existing: int, new: int, spark: bool) -> dict:
     from batches.ingest.scan import scan
     from batches.ingest.storage import open_storage, s3_client
     from batches.models import File
-    from processes.models import BusDomain
+    from processes.models import BusDomain, Server
     from processes.registry import StepSpec, create_job
 
     call_command("migrate", verbosity=0)
@@ -103,7 +103,6 @@ def child(backends: list[str], existing: int, new: int, spark: bool) -> dict:
     moto = None
     try:
         for backend in backends:
-            props: dict[str, str] = {}
             if backend == "local":
                 landing = WORK / "landing"
                 shutil.rmtree(WORK, ignore_errors=True)
@@ -113,6 +112,10 @@ def child(backends: list[str], existing: int, new: int, spark: bool) -> dict:
                     (landing / key(i)).write_text(f"event\t{i}\n")
 
                 location = landing.as_uri()
+                # The folder an installation superuser granted the team.
+                Server.objects.create(
+                    team=app.team, server_type="local", name="bench-local", root=location
+                )
             else:
                 moto, endpoint = start_moto()
                 client = s3_client(endpoint_url=endpoint, region="us-east-1")
@@ -122,7 +125,14 @@ def child(backends: list[str], existing: int, new: int, spark: bool) -> dict:
                     client.put_object(Bucket="bench", Key=key(i), Body=f"event\t{i}\n".encode())
 
                 location = "s3://bench/"
-                props = {"endpoint_url": endpoint, "region": "us-east-1"}
+                # The bucket an installation superuser granted the team, with its endpoint.
+                Server.objects.create(
+                    team=app.team,
+                    server_type="s3",
+                    name="bench-s3",
+                    root=location,
+                    metainfo=f"endpoint_url={endpoint}\nregion=us-east-1",
+                )
             started = time.perf_counter()
             with ThreadPoolExecutor(16 if backend == "s3" else 4) as pool:
                 list(pool.map(put, range(existing)))
@@ -141,7 +151,6 @@ def child(backends: list[str], existing: int, new: int, spark: bool) -> dict:
                                 "min_age_seconds": "0",
                                 "max_files": str(existing + new),
                                 "reconcile_every": "0",
-                                **props,
                             }
                         },
                     )

@@ -7,10 +7,12 @@ from django.db.models import Q
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from batches import queue as batch_queue
+from batches.locations import grants_storage
 from batches.serializers import FileSerializer
 from bdre.access import Role, scope
 from bdre.api import ErrorSerializer, ScopedViewSet, acting_on, require_role
@@ -448,3 +450,11 @@ class ServerViewSet(ScopedViewSet):
 
     def owner_team(self, data: dict):
         return data.get("team")
+
+    def perform_destroy(self, instance: Server) -> None:
+        # Its grant is the installation's: the teams granted it lose their storage with it.
+        if grants_storage(instance) and not self.request.user.is_superuser:
+            raise PermissionDenied(
+                "Only an installation superuser deletes a server that grants a storage root."
+            )
+        instance.delete()

@@ -19,6 +19,7 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from batches.models import File
 from bdre.errors import Conflict
 from processes import schedules
 from processes.jobs import checks
@@ -166,6 +167,14 @@ def check_names(team: Group, names: Iterable[str], *, exclude: Iterable[int] = (
     if taken:
         listed = ", ".join(taken)
         raise ValidationError({"name": f"Processes named {listed} exist already in team {team}."})
+
+
+def move_application(application: BusDomain, team: Group) -> None:
+    """Before ``application`` changes team (in the caller's transaction): its job names must
+    be free in ``team``, and its registered files go with it (a file is registered once per
+    team, ``File.team``), so a scan after the move does not register them again."""
+    check_application_move(application, team)
+    File.objects.filter(batch__bus_domain=application).update(team=team)
 
 
 def check_application_move(application: BusDomain, team: Group) -> None:
@@ -494,6 +503,7 @@ def update_process(process_id: int, changes: ProcessChanges) -> Process:
     process = Process.objects.select_for_update().get(pk=process_id, deleted=False)
     _check_process(process, changes)
     moved = process.bus_domain_id != changes.bus_domain.pk
+    retyped = process.process_type_id != changes.process_type.pk
     for name in (
         "name",
         "description",
@@ -513,6 +523,18 @@ def update_process(process_id: int, changes: ProcessChanges) -> Process:
         process.next_processes.set(changes.next)
     if moved and process.is_job:
         process.steps.update(bus_domain=changes.bus_domain)
+    # What a step may run depends on its kind and team: a kind or team it now has checks
+    # the properties it kept (another team's roots, a kind that reads its value otherwise).
+    changed = [process] if retyped else []
+    if moved:
+        changed = [process, *process.steps.filter(deleted=False)]
+    for step in changed:
+        check_step_properties(
+            step.process_type.job_kind,
+            _properties_of(step.properties.all()),
+            step.name,
+            team_id=changes.bus_domain.team_id,
+        )
     return process
 
 

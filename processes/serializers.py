@@ -7,7 +7,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 
-from batches.locations import LocationRefused, normalise
+from batches.locations import LocationRefused, grants_storage, normalise
 from bdre.access import scope, teams
 from bdre.api import ScopedRelatedField
 from bdre.ids import is_id
@@ -274,7 +274,7 @@ class ApplicationSerializer(serializers.ModelSerializer):
         team = validated_data.get("team", instance.team)
         if team.pk != instance.team_id:
             try:
-                registry.check_application_move(instance, team)
+                registry.move_application(instance, team)
             except DjangoValidationError as exc:
                 raise serializers.ValidationError(exc.message_dict) from exc
         return super().update(instance, validated_data)
@@ -667,25 +667,25 @@ class ServerSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError(
                 {"name": f"A server named {name} exists already in team {team.name}."}
             )
-        # A root is storage granted to teams: only the installation's superusers grant it
-        # (docs/security.md, "Storage is granted, not typed"), whatever role the caller has.
+        return attrs
+
+    def to_internal_value(self, data):
+        # A root is storage granted to teams: a server that grants one (or is to) is the
+        # installation superusers' to create and change, whole: its endpoint, credentials
+        # and team decide where the granted teams' steps read and write (docs/security.md,
+        # "Storage is granted, not typed"). Refused before any field is read, so no answer
+        # tells whether a team id exists.
         request = self.context.get("request")
         user = getattr(request, "user", None)
-        if user is not None and not user.is_superuser:
-            current_teams = (
-                set(self.instance.granted_teams.values_list("pk", flat=True))
-                if self.instance
-                else set()
-            )
-            if attrs.get("root", getattr(self.instance, "root", "")) != getattr(
-                self.instance, "root", ""
-            ) or (
-                "granted_teams" in attrs and {t.pk for t in attrs["granted_teams"]} != current_teams
-            ):
+        if user is not None and not user.is_superuser and hasattr(data, "get"):
+            granting = self.instance is not None and grants_storage(self.instance)
+            asks = bool(data.get("root")) or bool(data.get("granted_teams"))
+            if granting or asks:
                 raise PermissionDenied(
-                    "Only an installation superuser sets a server's root or grants it to teams."
+                    "Only an installation superuser creates or changes a server that grants "
+                    "a storage root (root, granted_teams)."
                 )
-        return attrs
+        return super().to_internal_value(data)
 
     def get_has_password(self, server: Server) -> bool:
         return bool(server.login_password)

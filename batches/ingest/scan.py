@@ -20,29 +20,49 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import Case, F, Value, When
+from django.db.models import F, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from batches import queue
 from batches.ingest.storage import PAGE_SIZE, ObjectInfo, Storage, StorageError, open_storage
-from batches.locations import LocationRefused, check_location, granted_servers
+from batches.locations import UNSAFE, LocationRefused, TeamStorage
 from batches.models import File, ScanState
-from bdre.ids import is_id
 from processes.jobs import StepLogger
 from processes.models import Process, Property, Server
 
 DEFAULT_IN_FLIGHT = ("*_current", "_*", ".*", "*._COPYING_")
+UNSAFE_KEY_REASON = (
+    "passed over: Spark would read a name with ?, #, {}, [], * or \\ as a pattern, not as "
+    "this file; rename it"
+)
 OVERWRITE_CHOICES = ("ignore", "reprocess")
 
 
 class ScanConfigError(ValueError):
     """A scan property is missing or invalid; the message names it."""
+
+
+def scan_server(storage: TeamStorage, props: Mapping[str, str]) -> Server | None:
+    """The server a scan lists its location with (credentials, endpoint): ``scan.server`` if
+    named, else the granted server whose root holds the location; None inside the team's
+    own folders. The location must lie inside the team's roots (inside the named server's
+    root). The endpoint is the server's, never a step's: a step's endpoint would send the
+    server's signed requests wherever it said."""
+    if props.get("endpoint_url"):
+        raise LocationRefused(
+            "scan.endpoint_url is not a step's to set: the endpoint is the granted server's "
+            "(its metainfo endpoint_url=...), which an installation superuser sets"
+        )
+    server = storage.server(props["server"]) if props.get("server") else None
+    # The location is kept as written: the scan state (and its marker) is keyed by it.
+    storage.check(props["location"], server=server)
+    return server or storage.server_for(props["location"])
 
 
 @dataclass
@@ -56,7 +76,6 @@ class ScanOptions:
     on_overwrite: str = "ignore"
     page_size: int = PAGE_SIZE
     server: Server | None = None
-    endpoint_url: str = ""
     region: str = ""
 
     @classmethod
@@ -87,25 +106,10 @@ class ScanOptions:
             raise ScanConfigError(
                 f"{step.name}: scan.on_overwrite must be one of {', '.join(OVERWRITE_CHOICES)}"
             )
-        team_id = step.bus_domain.team_id
-        server = None
-        if props.get("server"):
-            ref = props["server"]
-            server = (
-                granted_servers(team_id)
-                .filter(**({"pk": int(ref)} if is_id(ref) else {"name": ref}))
-                .order_by(Case(When(team_id=team_id, then=0), default=1))
-                .first()
-            )
-            if server is None:
-                raise ScanConfigError(
-                    f"{step.name}: scan.server {ref!r} is not a server of the team"
-                )
         try:
-            # The location is kept as written: its scan state (and marker) is keyed by it.
-            check_location(team_id, props["location"], server=server)
+            server = scan_server(TeamStorage(step.bus_domain.team_id), props)
         except LocationRefused as exc:
-            raise ScanConfigError(f"{step.name}: scan.location {exc}") from exc
+            raise ScanConfigError(f"{step.name}: {exc}") from exc
         patterns = props.get("in_flight_patterns")
         return cls(
             location=props["location"],
@@ -121,7 +125,6 @@ class ScanOptions:
             on_overwrite=on_overwrite,
             page_size=number("page_size", PAGE_SIZE, 1),
             server=server,
-            endpoint_url=props.get("endpoint_url", ""),
             region=props.get("region", ""),
         )
 
@@ -141,7 +144,7 @@ class ScanOptions:
                     metainfo[key.strip()] = value.strip()
         return open_storage(
             self.location,
-            endpoint_url=self.endpoint_url or metainfo.get("endpoint_url"),
+            endpoint_url=metainfo.get("endpoint_url"),
             region=self.region or metainfo.get("region"),
             access_key=self.server.login_user if self.server else None,
             secret_key=self.server.login_password if self.server else None,
@@ -156,6 +159,7 @@ class ScanResult:
     already_registered: int = 0
     skipped_in_flight: int = 0
     skipped_empty: int = 0
+    skipped_unsafe: int = 0  # names Spark would read as a pattern (batches.locations.UNSAFE)
     skipped_young: int = 0
     overwritten: int = 0
     late: int = 0
@@ -207,7 +211,11 @@ class _Scanner:
                     candidates.append(obj)
                 else:
                     setattr(self.result, reason, getattr(self.result, reason) + 1)
-                    held = held or obj.last_modified > hold_after
+                    if reason == "skipped_unsafe":
+                        # Never readable whatever its age: it does not hold the marker.
+                        self.log("unsafe_key", f"{obj.key}: {UNSAFE_KEY_REASON}")
+                    else:
+                        held = held or obj.last_modified > hold_after
                 if not held:
                     passable.append(obj.key)
             stopped = self.register_page(candidates, passable, late=False)
@@ -220,6 +228,8 @@ class _Scanner:
         """Why a key is passed over this time (the counter to bump), or None if ready."""
         if obj.size == 0:
             return "skipped_empty"
+        if UNSAFE.search(obj.key):
+            return "skipped_unsafe"
         if self.in_flight(obj.key):
             return "skipped_in_flight"
         if obj.last_modified > self.now - timedelta(seconds=self.options.min_age_seconds):

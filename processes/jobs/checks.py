@@ -6,15 +6,22 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from batches.locations import LOCATION_PROPERTIES, LocationRefused, check_location
+from django.conf import settings
+
+from batches.ingest.scan import scan_server
+from batches.locations import LocationRefused, TeamStorage
 from batches.tables import TableNotWritable, check_name, split_name
 from processes.jobs import JobContext
 from processes.jobs.python_callable import RefusedCallable, resolve
 from processes.jobs.sql_guard import RefusedStatement, check_query
-from processes.models import Server
+from processes.models import Property
 
 
 class RefusedManifestName(ValueError):
+    pass
+
+
+class RefusedDriver(ValueError):
     pass
 
 
@@ -36,6 +43,7 @@ REFUSED = (
     TableNotWritable,
     RefusedManifestName,
     LocationRefused,
+    RefusedDriver,
 )
 
 # The tables a kind writes (group, key), and whether the value is a whole ``db.table`` or a
@@ -56,10 +64,7 @@ def check_step_properties(
     ``callable.path`` of ``python.callable`` outside ``BDRE_CALLABLES`` or naming no
     function, a table a Spark kind writes whose name is no plain identifier
     (``../../etc.x``), a location outside the team's storage roots (batches.locations)."""
-    for group, key in LOCATION_PROPERTIES.get(kind, ()):
-        value = properties.get(group, {}).get(key)
-        if value:
-            check_location(team_id, str(value))
+    check_locations(kind, properties, TeamStorage(team_id))
     if kind == "spark.sql":
         query = properties.get("sql", {}).get("query")
         if query:
@@ -78,21 +83,48 @@ def check_step_properties(
             check_name(*split_name(str(value)) if qualified else (str(value), "t"))
 
 
+def check_locations(
+    kind: str, properties: Mapping[str, Mapping[str, object]], storage: TeamStorage
+) -> None:
+    """The locations a step of ``kind`` names (``batches.locations.LOCATION_PROPERTIES``):
+    a scan's location and server, an export's folder, database and driver."""
+    if kind == "ingest.scan":
+        scan = {key: str(value) for key, value in properties.get("scan", {}).items()}
+        if scan.get("location") or scan.get("endpoint_url"):
+            scan_server(storage, {"location": "", **scan})
+    elif kind == "spark.export":
+        export = {key: str(value) for key, value in properties.get("export", {}).items()}
+        for key in ("location", "jdbc_url"):
+            if export.get(key):
+                storage.check(export[key])
+        driver = export.get("jdbc_driver")
+        # Spark loads the class by its name, which runs its static code: drivers only.
+        if driver and driver not in settings.BDRE_JDBC_DRIVERS:
+            raise RefusedDriver(
+                f"export.jdbc_driver {driver!r} is not one of BDRE_JDBC_DRIVERS: "
+                f"{', '.join(settings.BDRE_JDBC_DRIVERS)}"
+            )
+
+
 def check_step_run(context: JobContext) -> None:
     """Before a step runs: its locations once more, as they are now (a row changed behind
     the registry's back, a grant taken back since), and every file it was given to read;
     each must lie inside the team's storage roots. (The kinds check their statements,
     callables and table names themselves when they run.)"""
     step = context.step
-    team_id = step.bus_domain.team_id
+    storage = TeamStorage(step.bus_domain.team_id)
+    properties: dict[str, dict[str, str]] = {}
+    for group, key, value in Property.objects.filter(process=step).values_list(
+        "config_group", "key", "value"
+    ):
+        properties.setdefault(group, {})[key] = value
     try:
-        for group, key in LOCATION_PROPERTIES.get(step.process_type.job_kind, ()):
-            value = context.properties(group).get(key)
-            if value:
-                check_location(team_id, value)
-        servers = Server.objects.in_bulk({f.server_id for f in context.files if f.server_id})
+        check_locations(step.process_type.job_kind, properties, storage)
         for file in context.files:
-            check_location(team_id, file.path, server=servers.get(file.server_id))
-    except LocationRefused as exc:
+            server = storage.servers.get(file.server_id) if file.server_id else None
+            if file.server_id and server is None:
+                raise LocationRefused(f"{file.path}: its server is not a server of the team")
+            storage.check(file.path, server=server)
+    except (LocationRefused, RefusedDriver) as exc:
         context.log("location.refused", str(exc), "security")
         raise

@@ -18,7 +18,8 @@ def ingest_scan(context: JobContext) -> Counters:
         "scan_summary",
         f"listed {result.listed} keys in {result.list_calls} calls, registered "
         f"{result.registered}, in flight {result.skipped_in_flight}, young "
-        f"{result.skipped_young}, empty {result.skipped_empty}, late {result.late}, "
+        f"{result.skipped_young}, empty {result.skipped_empty}, unsafe names "
+        f"{result.skipped_unsafe}, late {result.late}, "
         f"overwritten {result.overwritten}",
         "scan",
     )

@@ -59,6 +59,7 @@ class LocalLanding:
         self.root.mkdir(parents=True, exist_ok=True)
         self.location = root.as_uri()
         self.granted = root.as_uri() + "/"
+        self.metainfo = ""
         self.properties: dict[str, str] = {}
 
     def put(self, key: str, data: bytes = b"event\n") -> None:
@@ -82,7 +83,10 @@ class S3Landing:
         self.client.create_bucket(Bucket=self.bucket)
         self.location = f"s3://{self.bucket}/feed/"
         self.granted = f"s3://{self.bucket}/"
-        self.properties = {"endpoint_url": endpoint, "region": "us-east-1"}
+        # The endpoint is the granted server's (scan_server), never a step's property.
+        self.endpoint = endpoint
+        self.metainfo = f"endpoint_url={endpoint}\nregion=us-east-1"
+        self.properties: dict[str, str] = {}
 
     def put(self, key: str, data: bytes = b"event\n") -> None:
         self.client.put_object(Bucket=self.bucket, Key=f"feed/{key}", Body=data)
@@ -112,7 +116,7 @@ def ingest_job(team, landing):
     downstream job consuming its files."""
 
     # The installation's superuser granted the team its landing.
-    grant_root(team.group, landing.granted)
+    grant_root(team.group, landing.granted, metainfo=landing.metainfo)
 
     def make(**props: object) -> tuple[Process, Process, Process]:
         scan_props = {

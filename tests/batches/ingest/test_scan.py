@@ -227,7 +227,7 @@ def test_s3_credentials_and_endpoint_from_a_registered_server(ingest_job, landin
         team=team.group,
         server_type="s3",
         name="minio",
-        metainfo=f"endpoint_url={landing.properties['endpoint_url']}\nregion=us-east-1",
+        metainfo=f"endpoint_url={landing.endpoint}\nregion=us-east-1",
         login_user="AKIAEXAMPLE",
         login_password="secret-example-key",
     )
@@ -241,7 +241,13 @@ def test_s3_credentials_and_endpoint_from_a_registered_server(ingest_job, landin
 
 
 def test_an_unknown_server_is_a_clear_error(ingest_job, landing):
-    _job, step, _ = ingest_job(server="nowhere")
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError, match="is not a server of the team"):
+        ingest_job(server="nowhere")
+    _job, step, _ = ingest_job()
+    # Set where the registry does not look: the scan says the same.
+    Property.objects.create(process=step, config_group="scan", key="server", value="nowhere")
     with pytest.raises(ScanConfigError, match="is not a server of the team"):
         scan(step.pk)
 
@@ -257,7 +263,7 @@ def test_a_server_whose_secret_no_key_reads_fails_the_scan_saying_so(
         team=team.group,
         server_type="s3",
         name="minio",
-        metainfo=f"endpoint_url={landing.properties['endpoint_url']}",
+        metainfo=f"endpoint_url={landing.endpoint}",
         login_user="AKIAEXAMPLE",
         login_password="secret-example-key",
     )
@@ -268,3 +274,16 @@ def test_a_server_whose_secret_no_key_reads_fails_the_scan_saying_so(
     with pytest.raises(StorageError, match="minio: its stored secret cannot be read"):
         scan(step.pk)
     assert not File.objects.exists()
+
+
+def test_a_key_spark_would_read_as_a_pattern_is_passed_over_and_said(ingest_job, landing):
+    from processes.models import ProcessLog
+
+    _job, step, _ = ingest_job()
+    landing.put("a[1].txt")
+    landing.put("b.txt")
+    result = scan(step.pk)
+    assert (result.registered, result.skipped_unsafe) == (1, 1)
+    assert File.objects.get().path == landing.uri("b.txt")
+    line = ProcessLog.objects.get(process=step, message_id="unsafe_key")
+    assert "a[1].txt" in line.message and "rename it" in line.message
