@@ -17,7 +17,6 @@ COPY bdre bdre
 COPY processes processes
 COPY batches batches
 COPY lineage lineage
-COPY templates templates
 COPY manage.py ./
 RUN pip install --no-cache-dir .
 

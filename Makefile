@@ -28,6 +28,7 @@ test-fast: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 migrations: install
 	$(PY) manage.py makemigrations

@@ -25,7 +25,7 @@ from batches.models import (
 )
 from bdre.access import Role, can, scope
 from bdre.errors import BdreError
-from lineage import graph as graphs
+from lineage import graphs
 from processes.models import Process
 
 ACTIONS = {

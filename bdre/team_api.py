@@ -1,4 +1,4 @@
-"""REST: teams, memberships and the master (lookup) tables."""
+"""REST: teams and memberships."""
 
 from __future__ import annotations
 
@@ -8,15 +8,12 @@ from rest_framework import mixins, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from batches.models import BatchStatus
 from bdre import teams as team_service
 from bdre.access import Role, teams
 from bdre.api import ScopedViewSet, require_role
 from bdre.ids import ID_REGEX
 from bdre.models import Membership
-from bdre.serializers import MembershipSerializer, TeamSerializer, master_serializer
-from lineage.models import LineageNodeType, LineageQueryType
-from processes.models import ExecStatus, ProcessType, WorkflowType
+from bdre.serializers import MembershipSerializer, TeamSerializer
 
 
 def names_teams(user) -> bool:
@@ -106,29 +103,3 @@ class MembershipViewSet(ScopedViewSet):
 
     def perform_destroy(self, instance: Membership) -> None:
         team_service.remove_member(instance.pk)
-
-
-def master_viewset(model) -> type[viewsets.ReadOnlyModelViewSet]:
-    """A read-only list of a master table, for any signed-in user."""
-    return type(
-        f"{model.__name__}ViewSet",
-        (viewsets.ReadOnlyModelViewSet,),
-        {
-            "queryset": model.objects.all(),
-            "serializer_class": master_serializer(model),
-            "lookup_value_regex": ID_REGEX,
-            "pagination_class": None,
-            "filter_backends": [],
-            "__doc__": f"{model._meta.verbose_name_plural.capitalize()} (read-only, seeded).",
-        },
-    )
-
-
-MASTER_TABLES = {
-    "exec-statuses": ExecStatus,
-    "batch-statuses": BatchStatus,
-    "process-types": ProcessType,
-    "workflow-types": WorkflowType,
-    "lineage-node-types": LineageNodeType,
-    "lineage-query-types": LineageQueryType,
-}

@@ -42,7 +42,7 @@ def child(runs: int, jobs: int) -> dict:
 
     from bdre.celery import ensure_broker_folders
     from bdre.worker import start_worker, stop_worker
-    from processes import orchestrator
+    from processes import tasks
     from processes.models import BusDomain, ExecState, InstanceExec
     from processes.registry import StepSpec, create_job
 
@@ -87,20 +87,20 @@ def child(runs: int, jobs: int) -> dict:
         # Warm up: the workers import everything and open their connections.
         for _ in range(3):
             since = last_id()
-            orchestrator.enqueue_run(probe.pk)
+            tasks.enqueue_run(probe.pk)
             wait_done([probe.pk], since)
         latencies = []
         for _ in range(runs):
             since = last_id()
             began = datetime.now(UTC)
-            orchestrator.enqueue_run(probe.pk)
+            tasks.enqueue_run(probe.pk)
             (run,) = wait_done([probe.pk], since)
             assert run.exec_state_id == ExecState.SUCCESS, run.error
             latencies.append((run.end_ts - began).total_seconds())
         since = last_id()
         began = datetime.now(UTC)
         for j in many:
-            orchestrator.enqueue_run(j.pk)
+            tasks.enqueue_run(j.pk)
         done = wait_done([j.pk for j in many], since)
         assert all(r.exec_state_id == ExecState.SUCCESS for r in done)
         span = (max(r.end_ts for r in done) - began).total_seconds()

@@ -21,8 +21,7 @@ from batches.models import Batch
 from bdre.access import scope
 from bdre.api import ScopedViewSet, require_role
 from bdre.ids import ID_REGEX
-from lineage import graph as graphs
-from lineage import visibility
+from lineage import graphs, visibility
 from lineage.extract import StatementTooDeep, known_schema, register_query
 from lineage.filters import LineageNodeFilter, LineageQueryFilter, LineageRelationFilter
 from lineage.models import LineageQuery

@@ -8,8 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import mark_safe
 
-from lineage import graph as graphs
-from lineage import visibility
+from lineage import graphs, visibility
 
 
 @login_required

@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 
 from bdre.admin import MasterTableAdmin, ReadOnlyAdmin, ScopedAdmin
 from bdre.errors import BdreError
-from processes import orchestrator, schedules
+from processes import orchestrator, schedules, tasks
 from processes.models import (
     BusDomain,
     ExecState,
@@ -90,7 +90,7 @@ class ProcessAdmin(ScopedAdmin):
 
     @admin.action(description="Run the selected jobs now")
     def run_now(self, request, queryset) -> None:
-        self._each_job(request, queryset, "Queued", orchestrator.enqueue_run)
+        self._each_job(request, queryset, "Queued", tasks.enqueue_run)
 
     @admin.action(description="Terminate the running run of the selected jobs")
     def terminate(self, request, queryset) -> None:

@@ -18,7 +18,7 @@ from bdre.access import Role, scope
 from bdre.api import ErrorSerializer, ScopedViewSet, acting_on, require_role
 from bdre.errors import BdreError, Code
 from bdre.ids import ID_REGEX
-from processes import lifecycle, orchestrator, registry, schedules
+from processes import lifecycle, orchestrator, registry, schedules, tasks
 from processes.filters import LogFilter, ProcessFilter, PropertyFilter, RunFilter, TemplateFilter
 from processes.models import (
     BusDomain,
@@ -258,7 +258,7 @@ class ProcessViewSet(ScopedViewSet):
     @action(detail=True, methods=["post"])
     def run(self, request: Request, pk: str) -> Response:
         job = self._job(request, pk)
-        orchestrator.enqueue_run(job, _body(InitJobInput, request).get("max_batch"))
+        tasks.enqueue_run(job, _body(InitJobInput, request).get("max_batch"))
         return Response({"queued": job}, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(

@@ -12,7 +12,6 @@ from django.forms import formset_factory
 from bdre.access import Role, scope, teams
 from processes import registry, schedules
 from processes.models import (
-    PROCESS_NAME_VALIDATOR,
     BusDomain,
     Process,
     ProcessTemplate,
@@ -74,14 +73,14 @@ class ScheduleFields(forms.Form):
 
 class JobForm(ScheduleFields):
     application = forms.ModelChoiceField(queryset=BusDomain.objects.none())
-    name = forms.CharField(max_length=128, validators=[PROCESS_NAME_VALIDATOR])
+    name = forms.CharField()
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     job_type = forms.ModelChoiceField(
         queryset=ProcessType.objects.filter(parent_process_type__isnull=True).order_by("pk"),
         label="type",
     )
-    max_retries = forms.IntegerField(min_value=1, initial=3)
-    lease_seconds = forms.IntegerField(min_value=1, initial=3600)
+    max_retries = forms.IntegerField(initial=3)
+    lease_seconds = forms.IntegerField(initial=3600)
     properties = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text=PROPERTIES_HELP
     )
@@ -110,7 +109,7 @@ class JobForm(ScheduleFields):
 
 
 class StepForm(forms.Form):
-    name = forms.CharField(max_length=128, validators=[PROCESS_NAME_VALIDATOR])
+    name = forms.CharField()
     kind = forms.ModelChoiceField(
         queryset=ProcessType.objects.filter(parent_process_type__isnull=False).order_by("pk"),
         label="kind",
@@ -123,7 +122,7 @@ class StepForm(forms.Form):
     upstream = forms.ModelMultipleChoiceField(
         queryset=Process.objects.none(), required=False, label="upstream jobs"
     )
-    batch_cut_pattern = forms.CharField(required=False, max_length=128)
+    batch_cut_pattern = forms.CharField(required=False)
     properties = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text=PROPERTIES_HELP
     )
@@ -161,9 +160,8 @@ class BaseStepFormSet(forms.BaseFormSet):
         return [f for f in self.forms if f.has_changed() and f.is_valid()]
 
 
-StepFormSet = formset_factory(
-    StepForm, formset=BaseStepFormSet, extra=1, min_num=1, validate_min=True
-)
+# Two rows to fill, none required: "at least one step" is the registry's to say.
+StepFormSet = formset_factory(StepForm, formset=BaseStepFormSet, extra=2)
 
 
 STEP_FIELDS = {
@@ -172,6 +170,7 @@ STEP_FIELDS = {
     "enqueuing_processes": "upstream",
     "next_processes": "after",
     "properties": "properties",
+    "name": "name",
 }
 JOB_FIELDS = {"name": "name", "process_type": "job_type", "max_retries": "max_retries"}
 
@@ -195,7 +194,7 @@ def place_errors(error: ValidationError, job_form: forms.Form, steps: list[StepF
 class FromTemplateForm(ScheduleFields):
     template = forms.ModelChoiceField(queryset=ProcessTemplate.objects.none())
     application = forms.ModelChoiceField(queryset=BusDomain.objects.none())
-    name = forms.CharField(max_length=100, validators=[PROCESS_NAME_VALIDATOR])
+    name = forms.CharField()
     properties = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
@@ -227,5 +226,5 @@ class FromTemplateForm(ScheduleFields):
 
 
 class SaveTemplateForm(forms.Form):
-    name = forms.CharField(max_length=128, validators=[PROCESS_NAME_VALIDATOR])
+    name = forms.CharField()
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))

@@ -195,8 +195,63 @@ def _fail_job_rows(job: Process, run: InstanceExec, error: str, now: datetime) -
 def init_job(
     process_id: int, max_batch: int | None = None, *, worker: str | None = None
 ) -> InitJobResult:
-    """Start a run of a job: claim its steps' input and create its target batch."""
-    job = _lock_job(process_id)
+    """Start a run of a job: claim its steps' input and create its target batch.
+
+    One transaction; its row locks, in this order (the order ``batches.queue`` takes them
+    too, a queue row only after its job): the job's row, then the queue rows the run takes,
+    claimed with SKIP LOCKED or, on a re-run, those of its target batch updated in place."""
+    job = _lock_job(process_id)  # lock 1: the job's row (102)
+    graph = _validate(job, max_batch)  # 104, 110, 101
+    rerun_batch_id = _rerun_target(job, graph.consuming)
+    now = timezone.now()
+    # A re-run claims nothing new: it takes over its failed run's batch and rows.
+    plan = [] if rerun_batch_id is not None else _plan_claims(graph)  # 109, 112
+    run = _start_run(job, now, worker, rerun_batch_id)  # 104 if a concurrent call won
+    if rerun_batch_id is not None:
+        target_id = rerun_batch_id
+        skipped = _reopen_target_batch(run, graph.steps, now)  # lock 2: its rows, updated
+    else:
+        target_id, skipped = _make_target_batch(job, run), set()
+        _claim_input(plan, target_id, run, now, max_batch)  # lock 2: rows, SKIP LOCKED
+    per_step, target_marking, sources = _claimed(target_id, graph.steps, now)
+    _check_claimed_all(plan, sources)  # 112 if a planned row was taken meanwhile
+    openlineage.announce(run.pk, "START")
+    return InitJobResult(
+        instance_exec_id=run.pk,
+        target_batch_id=target_id,
+        last_recoverable_sp_id=next((s.pk for s in graph.steps if s.pk not in skipped), None),
+        target_batch_marking=target_marking,
+        steps=per_step,
+        is_rerun=rerun_batch_id is not None,
+        skipped_step_ids=[s.pk for s in graph.steps if s.pk in skipped],
+    )
+
+
+@dataclass
+class _JobGraph:
+    """A job's steps in order and the upstream jobs each step consumes (none: a seed step)."""
+
+    steps: list[Process]
+    upstream_of: dict[int, set[int]]
+
+    @property
+    def consuming(self) -> list[Process]:
+        return [s for s in self.steps if self.upstream_of[s.pk]]
+
+
+@dataclass(frozen=True)
+class _Claim:
+    """What a consuming step claims: rows up to ``cut_id`` (a cut pattern's first match)
+    or up to max_batch, and at least the oldest claimable row of each upstream."""
+
+    step: Process
+    upstream_ids: set[int]
+    cut_id: int | None
+    first_of_each_upstream: list[int]
+
+
+def _validate(job: Process, max_batch: int | None) -> _JobGraph:
+    """init_job's checks before it looks at the queue: 104, 110, 101 in this order."""
     if InstanceExec.objects.filter(process=job, exec_state_id=ExecState.RUNNING).exists():
         raise BdreError(Code.PARENT_ALREADY_RUNNING, f"{job.name} ({job.pk})")
     steps = steps_in_order(job)
@@ -213,105 +268,119 @@ def init_job(
         from_process_id__in=step_ids
     ).values_list("from_process_id", "to_process_id"):
         upstream_of[step_id].add(upstream_id)
-    consuming = [s for s in steps if upstream_of[s.pk]]
-    if max_batch is None and any(not s.batch_cut_pattern for s in consuming):
-        uncut = ", ".join(s.name for s in consuming if not s.batch_cut_pattern)
+    graph = _JobGraph(steps, upstream_of)
+    if max_batch is None and any(not s.batch_cut_pattern for s in graph.consuming):
+        uncut = ", ".join(s.name for s in graph.consuming if not s.batch_cut_pattern)
         raise BdreError(Code.MAX_BATCH_NULL, f"steps without a cut pattern: {uncut}")
     if max_batch is not None and max_batch < 1:
         raise BdreError(Code.MAX_BATCH_NULL, f"max batch must be at least 1, got {max_batch}")
+    return graph
 
-    rerun_batch_id = _rerun_target(job, consuming)
-    now = timezone.now()
+
+def _plan_claims(graph: _JobGraph) -> list[_Claim]:
+    """What each consuming step of a new run will claim, read before claiming: 109 when a
+    step's cut pattern matches no queued batch, then 112 when a step has nothing claimable
+    (or nothing from one of its upstream jobs)."""
     cuts: dict[int, int | None] = {}
-    firsts: dict[int, dict[int, int]] = {}
-    if rerun_batch_id is None:
-        for step in consuming:
-            cuts[step.pk] = None
-            if step.batch_cut_pattern:
-                cuts[step.pk] = batch_queue.first_cut(step.pk, step.batch_cut_pattern)
-                if cuts[step.pk] is None:
-                    raise BdreError(
-                        Code.BATCHES_MISSING_FOR_CUT,
-                        f"{step.name}: no queued batch matches {step.batch_cut_pattern!r}",
-                    )
-        for step in consuming:
-            upstream_ids = sorted(upstream_of[step.pk])
-            firsts[step.pk] = batch_queue.first_claimable_per_upstream(step.pk, upstream_ids)
-            missing = set(upstream_ids) - set(firsts[step.pk])
-            if missing or not batch_queue.has_claimable(step.pk):
+    for step in graph.consuming:
+        cuts[step.pk] = None
+        if step.batch_cut_pattern:
+            cuts[step.pk] = batch_queue.first_cut(step.pk, step.batch_cut_pattern)
+            if cuts[step.pk] is None:
                 raise BdreError(
-                    Code.NO_BATCHES,
-                    f"{step.name}: nothing queued"
-                    + (f" from upstream {sorted(missing)}" if missing else ""),
+                    Code.BATCHES_MISSING_FOR_CUT,
+                    f"{step.name}: no queued batch matches {step.batch_cut_pattern!r}",
                 )
+    plan: list[_Claim] = []
+    for step in graph.consuming:
+        upstream_ids = sorted(graph.upstream_of[step.pk])
+        firsts = batch_queue.first_claimable_per_upstream(step.pk, upstream_ids)
+        missing = set(upstream_ids) - set(firsts)
+        if missing or not batch_queue.has_claimable(step.pk):
+            raise BdreError(
+                Code.NO_BATCHES,
+                f"{step.name}: nothing queued"
+                + (f" from upstream {sorted(missing)}" if missing else ""),
+            )
+        plan.append(_Claim(step, graph.upstream_of[step.pk], cuts[step.pk], list(firsts.values())))
+    return plan
 
+
+def _start_run(
+    job: Process, now: datetime, worker: str | None, target_batch_id: int | None
+) -> InstanceExec:
+    """The job's RUNNING instance, with its lease. The partial unique index on running
+    instances backs the job's row lock up: a concurrent call that won it makes this 104."""
     try:
         with transaction.atomic():
-            run = InstanceExec.objects.create(
+            return InstanceExec.objects.create(
                 process=job,
                 start_ts=now,
                 exec_state_id=ExecState.RUNNING,
                 heartbeat_at=now,
                 lease_expires_at=_lease(job, now),
                 worker=worker if worker is not None else default_worker(),
-                target_batch_id=rerun_batch_id,
+                target_batch_id=target_batch_id,
             )
     except IntegrityError as exc:
         raise BdreError(Code.PARENT_ALREADY_RUNNING, f"{job.name} ({job.pk})") from exc
 
-    skipped: set[int] = set()
-    if rerun_batch_id is not None:
-        target_id = rerun_batch_id
-        Batch.objects.filter(pk=target_id).update(source_instance_exec=run)
-        skipped = _recovered_steps(steps, target_id)
-        rebuilt = Queue.objects.filter(
-            target_batch_id=target_id,
-            batch_state_id__in=(BatchState.FAILED, BatchState.PROCESSED, BatchState.ACCESSED),
-        )
-        rebuilt.update(claimed_by=run, attempts=F("attempts") + 1)
-        rebuilt.exclude(process_id__in=skipped).update(
-            batch_state_id=BatchState.ACCESSED, start_ts=now, end_ts=None
-        )
-    else:
-        target = Batch.objects.create(
-            source_instance_exec=run, bus_domain_id=job.bus_domain_id, batch_type="job"
-        )
-        target_id = target.pk
-        InstanceExec.objects.filter(pk=run.pk).update(target_batch_id=target_id)
-        for step in consuming:
-            mandatory = list(firsts[step.pk].values())
-            batch_queue.claim(
-                step_id=step.pk,
-                target_batch_id=target_id,
-                run_id=run.pk,
-                now=now,
-                max_batch=max_batch,
-                cut_id=cuts[step.pk],
-                first_of_each_upstream=mandatory,
-            )
 
-    first_to_run = next((s.pk for s in steps if s.pk not in skipped), None)
-    per_step, target_marking, sources = _claimed(target_id, steps, now)
-    if rerun_batch_id is None:
-        # The checks above ran before the claim; on PostgreSQL a row can be discarded or
-        # locked by a requeue in between (SKIP LOCKED passes it over). Never start a step
-        # without its input: give up the whole claim instead.
-        for step in consuming:
-            missing = upstream_of[step.pk] - sources.get(step.pk, set())
-            if not sources.get(step.pk) or missing:
-                raise BdreError(
-                    Code.NO_BATCHES, f"{step.name}: its queued batches were taken meanwhile"
-                )
-    openlineage.announce(run.pk, "START")
-    return InitJobResult(
-        instance_exec_id=run.pk,
+def _reopen_target_batch(run: InstanceExec, steps: list[Process], now: datetime) -> set[int]:
+    """A re-run takes over its failed run's target batch and claimed rows: each row counts
+    an attempt, and those of the steps it does not skip are ACCESSED again. Returns the
+    steps it skips (they succeeded for this batch before)."""
+    target_id = run.target_batch_id
+    Batch.objects.filter(pk=target_id).update(source_instance_exec=run)
+    skipped = _recovered_steps(steps, target_id)
+    rebuilt = Queue.objects.filter(
         target_batch_id=target_id,
-        last_recoverable_sp_id=first_to_run,
-        target_batch_marking=target_marking,
-        steps=per_step,
-        is_rerun=rerun_batch_id is not None,
-        skipped_step_ids=[s.pk for s in steps if s.pk in skipped],
+        batch_state_id__in=(BatchState.FAILED, BatchState.PROCESSED, BatchState.ACCESSED),
     )
+    rebuilt.update(claimed_by=run, attempts=F("attempts") + 1)
+    rebuilt.exclude(process_id__in=skipped).update(
+        batch_state_id=BatchState.ACCESSED, start_ts=now, end_ts=None
+    )
+    return skipped
+
+
+def _make_target_batch(job: Process, run: InstanceExec) -> int:
+    """A new run's target batch, made by the run and recorded on it."""
+    target = Batch.objects.create(
+        source_instance_exec=run, bus_domain_id=job.bus_domain_id, batch_type="job"
+    )
+    InstanceExec.objects.filter(pk=run.pk).update(target_batch_id=target.pk)
+    return target.pk
+
+
+def _claim_input(
+    plan: list[_Claim], target_id: int, run: InstanceExec, now: datetime, max_batch: int | None
+) -> None:
+    """Claim each consuming step's rows into the target batch, oldest first."""
+    for claim in plan:
+        batch_queue.claim(
+            step_id=claim.step.pk,
+            target_batch_id=target_id,
+            run_id=run.pk,
+            now=now,
+            max_batch=max_batch,
+            cut_id=claim.cut_id,
+            first_of_each_upstream=claim.first_of_each_upstream,
+        )
+
+
+def _check_claimed_all(plan: list[_Claim], sources: dict[int, set[int]]) -> None:
+    """The checks of ``_plan_claims`` ran before the claim; on PostgreSQL a row can be
+    discarded or locked by a requeue in between (SKIP LOCKED passes it over). Never start a
+    step without its input: give up the whole claim instead (112, the transaction rolls
+    back)."""
+    for claim in plan:
+        step = claim.step
+        missing = claim.upstream_ids - sources.get(step.pk, set())
+        if not sources.get(step.pk) or missing:
+            raise BdreError(
+                Code.NO_BATCHES, f"{step.name}: its queued batches were taken meanwhile"
+            )
 
 
 def step_batches(target_batch_id: int, step: Process) -> StepBatches:

@@ -295,43 +295,6 @@ def queue_of(step: Process) -> str:
     return settings.BDRE_SPARK_QUEUE if kind.startswith("spark.") else settings.BDRE_QUEUE
 
 
-def dispatch(job_run_id: int, step_ids: list[int]) -> None:
-    """Send each step to the workers once the current transaction commits (a worker must
-    see what ``advance`` recorded), with the job's time limit."""
-    if not step_ids:
-        return
-    from processes.tasks import run_step
-
-    run = InstanceExec.objects.select_related("process").get(pk=job_run_id)
-    limit = time_limit_of(run.process)
-    limits = {"soft_time_limit": limit, "time_limit": limit + 30} if limit else {}
-    for step in Process.objects.select_related("process_type").filter(pk__in=step_ids):
-        queue = queue_of(step)
-        transaction.on_commit(
-            lambda step_id=step.pk, queue=queue: run_step.apply_async(
-                (job_run_id, step_id), queue=queue, **limits
-            )
-        )
-
-
-def trigger(job_ids: list[int]) -> None:
-    """Start the jobs that run as soon as an upstream job queued a batch for them."""
-    for job_id in job_ids:
-        enqueue_run(job_id)
-
-
-def enqueue_run(job_id: int, max_batch: int | None = None) -> None:
-    """Run now: queue a whole run of the job on the workers (after the commit)."""
-    job = Process.objects.filter(pk=job_id, deleted=False).first()
-    if job is None or job.parent_id is not None:
-        raise BdreError(Code.INVALID_PARENT_PROCESS, f"{job_id} is not a live job")
-    from processes.tasks import run_process
-
-    transaction.on_commit(
-        lambda: run_process.apply_async((job_id, max_batch), queue=settings.BDRE_QUEUE)
-    )
-
-
 # --- terminate -----------------------------------------------------------------------------
 
 

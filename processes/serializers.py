@@ -13,7 +13,6 @@ from bdre.api import ScopedRelatedField
 from bdre.ids import is_id
 from processes import registry, schedules
 from processes.models import (
-    PROCESS_NAME_VALIDATOR,
     BusDomain,
     InstanceExec,
     Process,
@@ -286,10 +285,13 @@ class PropertySerializer(serializers.ModelSerializer):
     class Meta:
         model = Property
         fields = ("id", "process", "config_group", "key", "value", "description")
+        # The lengths of a group and a key are the registry's to say (check_properties).
+        extra_kwargs = {"config_group": {"max_length": None}, "key": {"max_length": None}}
 
     def validate(self, attrs: dict) -> dict:
-        # The step kind's own check of what it will run (a statement, a callable), as when
-        # the property comes with its job: a property alone is no way around it.
+        # The registry's checks of a property, as when it comes with its job: its group and
+        # key, and the step kind's own check of what it will run (a statement, a callable):
+        # a property alone is no way around them.
         def current(name: str):
             return attrs.get(name, getattr(self.instance, name, None))
 
@@ -297,6 +299,7 @@ class PropertySerializer(serializers.ModelSerializer):
         if process is not None:
             properties = {current("config_group"): {current("key"): current("value") or ""}}
             try:
+                registry.check_properties(properties, process.name, field=None)
                 registry.check_step_properties(
                     process.process_type.job_kind,
                     properties,
@@ -357,7 +360,6 @@ class ProcessSerializer(serializers.ModelSerializer):
             "add_ts",
         )
         read_only_fields = ("add_ts", "process_template")
-        extra_kwargs = {"max_retries": {"min_value": 1}, "lease_seconds": {"min_value": 1}}
 
     def changes(self) -> registry.ProcessChanges:
         """The validated input over the current values (a PATCH changes only what it names)."""
@@ -406,28 +408,23 @@ class ProcessDetailSerializer(ProcessSerializer):
 
 
 class TemplateStepSerializer(serializers.Serializer):
-    """A step of a template; a pipeline's step adds its upstream jobs."""
+    """A step of a template; a pipeline's step adds its upstream jobs. Parsed only: the
+    registry checks the step (its name, kind, cut pattern, links and upstream jobs) and
+    answers on the field at fault, ``"<step>: ..."``."""
 
-    name = serializers.CharField(max_length=128, validators=[PROCESS_NAME_VALIDATOR])
+    name = serializers.CharField()
     process_type = ProcessTypeField(help_text="A step type, by id or name.")
     description = serializers.CharField(required=False, allow_blank=True, default="")
     can_recover = serializers.BooleanField(required=False, default=True)
-    batch_cut_pattern = serializers.CharField(
-        required=False, allow_blank=True, default="", max_length=128
-    )
+    batch_cut_pattern = serializers.CharField(required=False, allow_blank=True, default="")
     next = serializers.ListField(
-        child=serializers.CharField(max_length=128),
+        child=serializers.CharField(),
         required=False,
         allow_null=True,
         default=None,
         help_text="The names of the steps after this one; absent or null: the next one listed.",
     )
     properties = PROPERTIES_FIELD
-
-    def validate_process_type(self, kind: ProcessType) -> ProcessType:
-        if not kind.is_step_type:
-            raise serializers.ValidationError(f"{kind.name} is a job type, not a step type.")
-        return kind
 
 
 class PipelineStepSerializer(TemplateStepSerializer):
@@ -437,21 +434,6 @@ class PipelineStepSerializer(TemplateStepSerializer):
         default=list,
         help_text="The upstream jobs whose batches the step consumes, by name or id.",
     )
-
-    def validate_upstream(self, upstream: list[Process]) -> list[Process]:
-        for process in upstream:
-            if not process.is_job:
-                raise serializers.ValidationError(
-                    f"{process.name} is a step, not a job: an upstream must be a job."
-                )
-        return upstream
-
-    def validate(self, attrs: dict) -> dict:
-        if attrs["batch_cut_pattern"] and not attrs["upstream"]:
-            raise serializers.ValidationError(
-                {"batch_cut_pattern": "A cut pattern needs an upstream job."}
-            )
-        return attrs
 
 
 class PipelineScheduleSerializer(serializers.Serializer):
@@ -466,39 +448,21 @@ class PipelineScheduleSerializer(serializers.Serializer):
 
 class PipelineSerializer(serializers.Serializer):
     """A whole job in one document: its steps, their links and upstream jobs, properties
-    and schedule. ``GET /processes/{id}/export/`` writes the same document."""
+    and schedule. ``GET /processes/{id}/export/`` writes the same document. Parsed only:
+    ``registry.register_pipeline`` checks it as a whole."""
 
     format = serializers.ChoiceField(
         choices=["bdre.pipeline/1"], required=False, default="bdre.pipeline/1"
     )
-    name = serializers.CharField(max_length=128, validators=[PROCESS_NAME_VALIDATOR])
+    name = serializers.CharField()
     application = ApplicationNameField(help_text="The application's name (or id).")
     process_type = ProcessTypeField(help_text="A job type, by id or name.")
     description = serializers.CharField(required=False, allow_blank=True, default="")
-    max_retries = serializers.IntegerField(required=False, default=3, min_value=1)
-    lease_seconds = serializers.IntegerField(required=False, default=3600, min_value=1)
+    max_retries = serializers.IntegerField(required=False, default=3)
+    lease_seconds = serializers.IntegerField(required=False, default=3600)
     properties = PROPERTIES_FIELD
-    steps = PipelineStepSerializer(many=True, allow_empty=False)
+    steps = PipelineStepSerializer(many=True)
     schedule = PipelineScheduleSerializer(required=False, allow_null=True, default=None)
-
-    def validate_process_type(self, kind: ProcessType) -> ProcessType:
-        if kind.is_step_type:
-            raise serializers.ValidationError(f"{kind.name} is a step type, not a job type.")
-        return kind
-
-    def validate(self, attrs: dict) -> dict:
-        names = [s["name"] for s in attrs["steps"]]
-        errors = []
-        for step in attrs["steps"]:
-            unknown = sorted(set(step["next"] or []) - set(names))
-            errors.append({"next": [f"Unknown steps {unknown}."]} if unknown else {})
-        if any(errors):
-            raise serializers.ValidationError({"steps": errors})
-        try:
-            registry.check_workflow(attrs["steps"])
-        except DjangoValidationError as exc:
-            raise serializers.ValidationError({"steps": exc.messages}) from exc
-        return attrs
 
     def spec(self) -> registry.JobSpec:
         data = self.validated_data
@@ -529,15 +493,16 @@ class PipelineSerializer(serializers.Serializer):
 
 
 class TemplateSerializer(serializers.Serializer):
-    """A job template with its step templates, written and read as a whole."""
+    """A job template with its step templates, written and read as a whole; checked as a
+    whole by ``registry.save_template``."""
 
     id = serializers.IntegerField(read_only=True)
-    name = serializers.CharField(max_length=128, validators=[PROCESS_NAME_VALIDATOR])
+    name = serializers.CharField()
     application = ApplicationNameField(help_text="The application's name (or id).")
     process_type = ProcessTypeField(help_text="A job type, by id or name.")
     description = serializers.CharField(required=False, allow_blank=True, default="")
     properties = PROPERTIES_FIELD
-    steps = TemplateStepSerializer(many=True, allow_empty=False)
+    steps = TemplateStepSerializer(many=True)
     add_ts = serializers.DateTimeField(read_only=True)
 
     def to_representation(self, template: ProcessTemplate) -> dict:
@@ -594,9 +559,8 @@ class TemplateSerializer(serializers.Serializer):
 
 class InstantiateSerializer(serializers.Serializer):
     name = serializers.CharField(
-        max_length=100,
-        validators=[PROCESS_NAME_VALIDATOR],
-        help_text="The new job's name; step s of the template becomes <name>_<s>.",
+        help_text="The new job's name (at most 100 characters); step s of the template "
+        "becomes <name>_<s>.",
     )
     application = ApplicationNameField(
         required=False, help_text="Default: the template's application (a name or an id)."

@@ -1,5 +1,11 @@
 """Thin Celery tasks: take ids, call one orchestrator service, hand the next steps on.
 
+The orchestrator decides (which steps are ready, which jobs run on their upstream, which
+queue a step goes to); this module only enqueues: ``enqueue_run`` ("run now", for the API,
+the pages, the admin and the CLI) and ``hand_on`` (after a run started or a step succeeded,
+the one path that sends the next steps and the downstream jobs). The orchestrator never
+imports this module.
+
 ``run_process`` starts a run and dispatches its first steps; ``run_step`` runs one step and
 dispatches the steps that became ready (independent branches go to different workers at
 once); ``reap_expired_runs`` is Beat's reaper. The first two are idempotent against
@@ -14,9 +20,12 @@ import logging
 
 from celery import shared_task
 from celery.signals import beat_init
+from django.conf import settings
+from django.db import transaction
 
 from bdre.errors import BdreError, Code
 from processes import lifecycle, orchestrator
+from processes.models import InstanceExec, Process
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +50,7 @@ def run_process(self, process_id: int, max_batch: int | None = None) -> dict:
             log.info("process %s not started: %s", process_id, exc.message)
             return {"process_id": process_id, "started": False, **exc.as_dict()}
         raise
-    orchestrator.dispatch(started.instance_exec_id, started.ready)
-    orchestrator.trigger(started.downstream)
+    hand_on(started.instance_exec_id, started.ready, started.downstream)
     return {"process_id": process_id, "started": True, "run": started.instance_exec_id}
 
 
@@ -51,9 +59,43 @@ def run_step(self, job_run_id: int, step_id: int) -> dict:
     done = orchestrator.execute_step(job_run_id, step_id, worker=self.request.hostname)
     if done.state == "succeeded":
         nxt = orchestrator.advance(job_run_id)
-        orchestrator.dispatch(job_run_id, nxt.ready)
-        orchestrator.trigger(nxt.downstream)
+        hand_on(job_run_id, nxt.ready, nxt.downstream)
     return {"run": job_run_id, "step": step_id, "state": done.state, "error": done.error}
+
+
+def hand_on(job_run_id: int, ready: list[int], downstream: list[int]) -> None:
+    """After a run started or one of its steps succeeded: send the steps that are ready,
+    and start the jobs that run on this one's output."""
+    _dispatch(job_run_id, ready)
+    for job_id in downstream:
+        enqueue_run(job_id)
+
+
+def _dispatch(job_run_id: int, step_ids: list[int]) -> None:
+    """Send each step to the workers once the current transaction commits (a worker must
+    see what ``advance`` recorded), on its queue and with the job's time limit."""
+    if not step_ids:
+        return
+    run = InstanceExec.objects.select_related("process").get(pk=job_run_id)
+    limit = orchestrator.time_limit_of(run.process)
+    limits = {"soft_time_limit": limit, "time_limit": limit + 30} if limit else {}
+    for step in Process.objects.select_related("process_type").filter(pk__in=step_ids):
+        queue = orchestrator.queue_of(step)
+        transaction.on_commit(
+            lambda step_id=step.pk, queue=queue: run_step.apply_async(
+                (job_run_id, step_id), queue=queue, **limits
+            )
+        )
+
+
+def enqueue_run(job_id: int, max_batch: int | None = None) -> None:
+    """Run now: queue a whole run of the job on the workers (after the commit)."""
+    job = Process.objects.filter(pk=job_id, deleted=False).first()
+    if job is None or job.parent_id is not None:
+        raise BdreError(Code.INVALID_PARENT_PROCESS, f"{job_id} is not a live job")
+    transaction.on_commit(
+        lambda: run_process.apply_async((job_id, max_batch), queue=settings.BDRE_QUEUE)
+    )
 
 
 @shared_task(name="processes.tasks.reap_expired_runs")
@@ -67,8 +109,6 @@ def reap_expired_runs() -> list[int]:
 @beat_init.connect(dispatch_uid="bdre-reaper-schedule")
 def _schedule_the_reaper(sender: object = None, **kwargs: object) -> None:
     """Beat keeps the reaper in its schedule whatever was deleted by hand."""
-    from django.conf import settings
-
     from processes.schedules import ensure_reaper
 
     ensure_reaper(settings.BDRE_REAPER_SECONDS)

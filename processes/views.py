@@ -19,9 +19,9 @@ from batches.models import BatchConsumpQueue
 from bdre import charts
 from bdre.access import Role, can, scope
 from bdre.errors import BdreError
-from lineage import graph as graphs
+from lineage import graphs
 from processes import dashboard as selectors
-from processes import forms, orchestrator, registry, schedules
+from processes import forms, orchestrator, registry, schedules, tasks
 from processes.models import (
     ExecState,
     InstanceExec,
@@ -133,7 +133,7 @@ def job_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     job = _job(request, pk, Role.DEVELOPER)
     try:
         if action == "run":
-            orchestrator.enqueue_run(job.pk)
+            tasks.enqueue_run(job.pk)
             messages.success(request, f"A run of {job.name} is queued.")
         elif action == "terminate":
             run_id = orchestrator.terminate(job.pk, f"terminated by {request.user}")

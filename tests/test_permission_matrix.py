@@ -63,9 +63,8 @@ from batches.models import (
     ScanState,
     TableShare,
 )
-from bdre.api_urls import router
+from bdre.api_urls import MASTER_TABLES, router
 from bdre.models import ApiToken, Membership, Role
-from bdre.team_api import MASTER_TABLES
 from lineage.models import LineageNode, LineageQuery, LineageRelation
 from processes import lifecycle, registry, schedules
 from processes.models import (

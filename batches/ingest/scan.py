@@ -1,8 +1,8 @@
 """The ``ingest.scan`` step: turn new files of a location into batches.
 
-A scan lists only the keys after its marker, page by page, and registers each page in one
-transaction together with the marker's advance, so a crash in the middle of a page registers
-nothing of it and the next scan lists the page again.
+A scan lists only the keys after its marker, page by page, hashes a page's files, then
+registers the page in one short transaction together with the marker's advance, so a crash in
+the middle of a page registers nothing of it and the next scan lists the page again.
 
 Keys that are not ready are passed over: zero-byte objects, keys matching the in-flight
 patterns (``*_current``, ``_*``, ``.*``, ``*._COPYING_`` by default) and keys younger than
@@ -33,8 +33,8 @@ from batches import queue
 from batches.ingest.storage import PAGE_SIZE, ObjectInfo, Storage, StorageError, open_storage
 from batches.locations import UNSAFE, LocationRefused, TeamStorage
 from batches.models import File, ScanState
-from processes.jobs import StepLogger
 from processes.models import Process, Property, Server
+from processes.steplog import StepLogger
 
 DEFAULT_IN_FLIGHT = ("*_current", "_*", ".*", "*._COPYING_")
 UNSAFE_KEY_REASON = (
@@ -175,6 +175,7 @@ class ScanResult:
 
 
 Progress = Callable[[ScanResult], None]
+_Registered = tuple[str, int, datetime]  # a registration's file hash, size and time
 
 
 @dataclass
@@ -255,30 +256,31 @@ class _Scanner:
     ) -> bool:
         """Register a page's new files and move the marker past the ``passable`` keys, in one
         transaction. Returns True when ``max_files`` stopped the page part-way: the marker
-        then stays below the first file left for the next scan."""
-        advance_to = passable[-1] if passable else None
+        then stays below the first file left for the next scan.
+
+        The files are hashed first, outside the transaction (hashing reads a local file
+        whole; a transaction held open that long would hold the database's write lock as
+        long): the transaction only looks up again what is registered, registers the rest
+        and moves the marker, together."""
         uris = {self.storage.uri_of(o.key): o for o in candidates}
+        hashes = self.hash_page(uris, self.registered(uris))
         with transaction.atomic():
-            known: dict[str, list[tuple[str, int, datetime]]] = {}
-            for path, file_hash, size, created in File.objects.filter(
-                team_id=self.job.bus_domain.team_id, server_id=self.server_id, path__in=list(uris)
-            ).values_list("path", "file_hash", "file_size", "creation_ts"):
-                known.setdefault(path, []).append((file_hash, size, created))
+            # Looked up again: a concurrent scan may have registered some files meanwhile.
+            known = self.registered(uris)
             new: list[queue.NewFile] = []
-            stopped = False
+            stop_at: str | None = None  # the first key left for the next scan
             for uri, obj in uris.items():
                 previous = known.get(uri, [])
-                if (
-                    previous
-                    and any(
-                        size == obj.size and created == obj.last_modified
-                        for _, size, created in previous
-                    )
-                    and obj.etag is None
-                ):
+                if self.same_local_file(obj, previous):
                     self.result.already_registered += 1  # same size and time: same local file
                     continue
-                file_hash = self.storage.content_hash(obj)
+                file_hash = hashes.get(uri)
+                if file_hash is None:
+                    # Past the file that looked like reaching max_files before the
+                    # transaction (fewer were new once a concurrent scan had registered
+                    # some): never hashed, so left for the next scan.
+                    stop_at = obj.key
+                    break
                 if any(h == file_hash for h, _, _ in previous):
                     self.result.already_registered += 1
                     continue
@@ -288,14 +290,16 @@ class _Scanner:
                     if self.options.on_overwrite != "reprocess":
                         continue
                 if len(new) >= self.remaining():
-                    stopped = True
-                    before = passable[: bisect.bisect_left(passable, obj.key)]
-                    advance_to = before[-1] if before else None
+                    stop_at = obj.key
                     break
                 new.append(queue.NewFile(uri, obj.size, file_hash, obj.last_modified))
                 if late and not previous:
                     self.result.late += 1
                     self.log("late_key", f"{uri} appeared below the marker")
+            advance_to = passable[-1] if passable else None
+            if stop_at is not None:
+                before = passable[: bisect.bisect_left(passable, stop_at)]
+                advance_to = before[-1] if before else None
             made = self.register(new)
             self.result.batch_ids += made
             self.result.registered += len(made)
@@ -305,7 +309,46 @@ class _Scanner:
                     marker=Greatest(F("marker"), Value(advance_to))
                 )
                 self.result.marker = max(self.result.marker, advance_to)
-        return stopped
+        return stop_at is not None
+
+    def registered(self, uris: Mapping[str, ObjectInfo]) -> dict[str, list[_Registered]]:
+        """The registrations of the team's files at these paths: (hash, size, time) each."""
+        known: dict[str, list[_Registered]] = {}
+        for path, file_hash, size, created in File.objects.filter(
+            team_id=self.job.bus_domain.team_id, server_id=self.server_id, path__in=list(uris)
+        ).values_list("path", "file_hash", "file_size", "creation_ts"):
+            known.setdefault(path, []).append((file_hash, size, created))
+        return known
+
+    @staticmethod
+    def same_local_file(obj: ObjectInfo, previous: list[_Registered]) -> bool:
+        """A local file registered with the same size and time: taken as the same file,
+        without reading it (an object store's files have an etag: compared by it)."""
+        return obj.etag is None and any(
+            size == obj.size and created == obj.last_modified for _, size, created in previous
+        )
+
+    def hash_page(
+        self, uris: Mapping[str, ObjectInfo], known: Mapping[str, list[_Registered]]
+    ) -> dict[str, str]:
+        """The hashes ``register_page`` will need, by uri: those of the page's files it
+        cannot tell registered without one, in order, up to the first new file beyond
+        ``max_files`` (the one that stops the page), as it would read them."""
+        hashes: dict[str, str] = {}
+        new = 0
+        for uri, obj in uris.items():
+            previous = known.get(uri, [])
+            if self.same_local_file(obj, previous):
+                continue
+            hashes[uri] = file_hash = self.storage.content_hash(obj)
+            if any(h == file_hash for h, _, _ in previous):
+                continue
+            if previous and self.options.on_overwrite != "reprocess":
+                continue
+            if new >= self.remaining():
+                break  # the file that stops the page
+            new += 1
+        return hashes
 
     def register(self, new: list[queue.NewFile]) -> list[int]:
         """Register the page's new files; returns the ids of the batches this scan made."""

@@ -8,13 +8,13 @@ without it).
 from __future__ import annotations
 
 import importlib
-import logging
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from processes.models import InstanceExec, Process, ProcessLog, Property
+from processes.models import InstanceExec, Process, Property
+from processes.steplog import StepLogger
 
 Counters = dict[str, Any]
 Job = Callable[["JobContext"], Counters]
@@ -51,25 +51,6 @@ def get(kind: str) -> Job:
             raise UnknownKind(f"no step kind {kind!r} is registered")
         importlib.import_module(module)
     return _REGISTRY[kind]
-
-
-class StepLogger:
-    """Writes a step's messages to ``ProcessLog`` (and to the Python log)."""
-
-    def __init__(self, step: Process, run_id: int | None):
-        self.step = step
-        self.run_id = run_id
-        self._log = logging.getLogger(f"bdre.step.{step.name}")
-
-    def __call__(self, message_id: str, message: str, category: str = "step") -> None:
-        self._log.info("%s: %s", message_id, message)
-        ProcessLog.objects.create(
-            process=self.step,
-            instance_exec_id=self.run_id,
-            log_category=category,
-            message_id=message_id,
-            message=message,
-        )
 
 
 @dataclass

@@ -22,8 +22,8 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState, File
+from bdre.api_urls import MASTER_TABLES
 from bdre.models import Membership
-from bdre.team_api import MASTER_TABLES
 from lineage.extract import extract, record
 from lineage.models import LineageNode, LineageQuery, LineageRelation
 from processes import orchestrator, registry, schedules

@@ -79,6 +79,6 @@ def test_the_services_share_the_volumes_they_need():
 
 def test_the_image_builds_from_the_project_files():
     dockerfile = (ROOT / "Dockerfile").read_text()
-    for copied in ("bdre", "processes", "batches", "lineage", "templates", "manage.py"):
+    for copied in ("bdre", "processes", "batches", "lineage", "manage.py"):
         assert f"COPY {copied}" in dockerfile
         assert (ROOT / copied).exists()

@@ -9,7 +9,7 @@ import pytest
 from django_celery_beat.models import PeriodicTask
 
 from batches.models import HiveTable
-from processes import orchestrator, schedules
+from processes import orchestrator, schedules, tasks
 from processes.models import ExecState, InstanceExec, Process, Property
 from processes.registry import StepSpec, create_job
 from processes.schedules import Schedule
@@ -98,7 +98,7 @@ def test_independent_steps_run_in_parallel(team, worker):
         },
     )
     w = worker()
-    orchestrator.enqueue_run(job.pk)
+    tasks.enqueue_run(job.pk)
     (run,) = wait_for(lambda: finished_runs(job), 90, "the fan-out run", w)
     assert run.exec_state_id == ExecState.SUCCESS, run.error
     steps = {r.process.name: r for r in InstanceExec.objects.filter(parent=run)}
@@ -122,7 +122,7 @@ def test_a_failing_step_terminates_the_job_and_the_rerun_resumes_there(team, wor
         ],
     )
     w = worker()
-    orchestrator.enqueue_run(job.pk)
+    tasks.enqueue_run(job.pk)
     (failed,) = wait_for(lambda: finished_runs(job), 60, "the failing run", w)
     assert failed.exec_state_id == ExecState.FAILED
     assert "is not there yet" in failed.error
@@ -130,7 +130,7 @@ def test_a_failing_step_terminates_the_job_and_the_rerun_resumes_there(team, wor
     assert first == {"prepare": ExecState.SUCCESS, "fragile": ExecState.FAILED}
 
     flag.touch()
-    orchestrator.enqueue_run(job.pk)
+    tasks.enqueue_run(job.pk)
     runs = wait_for(lambda: (r := finished_runs(job))[1:] and r, 60, "the re-run", w)
     rerun = runs[1]
     assert rerun.exec_state_id == ExecState.SUCCESS, rerun.error
@@ -149,7 +149,7 @@ def test_a_job_set_to_follow_its_upstream_runs_when_a_batch_is_queued_for_it(tea
     )
     schedules.set_schedule(downstream.pk, Schedule(on_upstream=True))
     w = worker()
-    orchestrator.enqueue_run(upstream.pk)
+    tasks.enqueue_run(upstream.pk)
     (run,) = wait_for(lambda: finished_runs(downstream), 60, "the triggered run", w)
     assert run.exec_state_id == ExecState.SUCCESS, run.error
     (produced,) = finished_runs(upstream)
@@ -167,7 +167,7 @@ def test_terminate_cancels_the_spark_work_and_fails_the_run(team, worker, tmp_pa
         [callable_step("crunch", "tests.processes.callables.slow_spark_job", outcome=str(outcome))],
     )
     w = worker()
-    orchestrator.enqueue_run(job.pk)
+    tasks.enqueue_run(job.pk)
     step = job.steps.get()
     wait_for(
         lambda: (
@@ -200,7 +200,7 @@ def test_a_worker_killed_during_a_spark_step_loses_and_repeats_nothing(
     step = shred_job.steps.get(name="shred_events")
 
     first = worker()
-    orchestrator.enqueue_run(shred_job.pk)
+    tasks.enqueue_run(shred_job.pk)
     wait_for(
         lambda: (
             runs_of(step).filter(exec_state_id=ExecState.RUNNING).exclude(spark_application_id="")
@@ -223,7 +223,7 @@ def test_a_worker_killed_during_a_spark_step_loses_and_repeats_nothing(
         # running, or its run was reaped.
         assert re.search(r"restored \d+ unacknowledged messages", second.output())
 
-    orchestrator.enqueue_run(shred_job.pk)
+    tasks.enqueue_run(shred_job.pk)
     runs = wait_for(lambda: (r := finished_runs(shred_job))[1:] and r, 240, "the re-run", second)
     rerun = runs[1]
     assert rerun.exec_state_id == ExecState.SUCCESS, rerun.error
@@ -245,7 +245,7 @@ def test_a_step_over_the_jobs_time_limit_fails_the_run(team, worker):
         process=job, config_group="run", key="time_limit_seconds", value="2", description=""
     )
     w = worker()
-    orchestrator.enqueue_run(job.pk)
+    tasks.enqueue_run(job.pk)
     (run,) = wait_for(lambda: finished_runs(job), 60, "the time limit", w)
     assert run.exec_state_id == ExecState.FAILED
     assert "SoftTimeLimitExceeded" in run.error

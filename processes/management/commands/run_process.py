@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from bdre.commands import JsonCommand
-from processes import orchestrator
+from processes import orchestrator, tasks
 
 
 class Command(JsonCommand):
@@ -20,5 +20,5 @@ class Command(JsonCommand):
     def run(self, **o: object) -> object:
         if o["wait"]:
             return orchestrator.run_job(o["process_id"], max_batch=o["max_batch"])
-        orchestrator.enqueue_run(o["process_id"], o["max_batch"])
+        tasks.enqueue_run(o["process_id"], o["max_batch"])
         return {"queued": o["process_id"]}

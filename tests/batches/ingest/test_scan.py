@@ -287,3 +287,84 @@ def test_a_key_spark_would_read_as_a_pattern_is_passed_over_and_said(ingest_job,
     assert File.objects.get().path == landing.uri("b.txt")
     line = ProcessLog.objects.get(process=step, message_id="unsafe_key")
     assert "a[1].txt" in line.message and "rename it" in line.message
+
+
+def test_files_are_hashed_before_the_transaction_that_registers_them(
+    ingest_job, landing, monkeypatch
+):
+    from django.db import connection
+
+    from batches.ingest import storage as storages
+
+    _job, step, _ = ingest_job(page_size=2)
+    for i in range(3):
+        landing.put(f"{i}.txt")
+    depths = []
+    for cls in (storages.LocalStorage, storages.S3Storage):
+        real = cls.content_hash
+
+        def recording(self, obj, real=real):
+            depths.append(len(connection.atomic_blocks))
+            return real(self, obj)
+
+        monkeypatch.setattr(cls, "content_hash", recording)
+    outside = len(connection.atomic_blocks)  # the test's own transaction
+    assert scan(step.pk).registered == 3
+    assert depths == [outside] * 3
+
+
+def _registered_meanwhile(monkeypatch, *, index: int) -> None:
+    """Between hashing a page and registering it, a concurrent scan registers the page's
+    file ``index`` (once)."""
+    from batches.ingest.scan import _Scanner
+
+    real = _Scanner.hash_page
+    done = []
+
+    def hash_then_race(self, uris, known):
+        hashes = real(self, uris, known)
+        if not done:
+            uri, obj = list(uris.items())[index]
+            queue.register_file(
+                source_process_id=self.job.pk,
+                path=uri,
+                file_size=obj.size,
+                file_hash=hashes[uri],
+                creation_ts=obj.last_modified,
+                server_id=self.server_id,
+            )
+            done.append(uri)
+        return hashes
+
+    monkeypatch.setattr(_Scanner, "hash_page", hash_then_race)
+
+
+def test_a_file_registered_while_the_page_was_hashed_is_counted_already_registered(
+    ingest_job, landing, monkeypatch
+):
+    _job, step, consumer = ingest_job()
+    for i in range(3):
+        landing.put(f"{i}.txt")
+    _registered_meanwhile(monkeypatch, index=1)
+    result = scan(step.pk)
+    assert (result.registered, result.already_registered, result.capped) == (2, 1, False)
+    assert registered_paths() == sorted(landing.uri(f"{i}.txt") for i in range(3))
+    assert BatchConsumpQueue.objects.filter(process=consumer).count() == 3
+    assert ScanState.objects.get(process=step).marker == "2.txt"
+
+
+def test_a_capped_page_raced_leaves_its_unhashed_files_for_the_next_scan(
+    ingest_job, landing, monkeypatch
+):
+    _job, step, consumer = ingest_job(max_files=2)
+    for i in range(4):
+        landing.put(f"{i}.txt")
+    _registered_meanwhile(monkeypatch, index=0)
+    first = scan(step.pk)
+    # 0.txt registered meanwhile; 1.txt and 2.txt new; 3.txt never hashed: left, marker below.
+    assert (first.registered, first.already_registered, first.capped) == (2, 1, True)
+    assert ScanState.objects.get(process=step).marker == "2.txt"
+    second = scan(step.pk)
+    assert (second.registered, second.already_registered) == (1, 0)
+    assert registered_paths() == sorted(landing.uri(f"{i}.txt") for i in range(4))
+    assert BatchConsumpQueue.objects.filter(process=consumer).count() == 4

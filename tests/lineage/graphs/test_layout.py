@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from lineage.layout import count_crossings, layout
+from lineage.graphs.layout import count_crossings, layout
 
 
 def sizes(nodes, width=60.0, height=30.0):

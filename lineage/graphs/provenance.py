@@ -1,18 +1,23 @@
-"""Batch and file provenance, read from the queue and its archive: a row says that a step
-consumed ``source_batch`` into its job's ``target_batch``. Walking those rows upstream from
-a batch finds the batches and the landing files it was made from; walking downstream finds
-what was made from it. One query per hop level and direction, whatever the depth."""
+"""Batch and file provenance, read from the queue and its archive, and its graph: a row says
+that a step consumed ``source_batch`` into its job's ``target_batch``. Walking those rows
+upstream from a batch finds the batches and the landing files it was made from; walking
+downstream finds what was made from it. One query per hop level and direction, whatever the
+depth. ``provenance_graph`` draws the batches the caller may see (``bdre.access.scope``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, File
+from lineage.graphs.model import Graph, GraphNode
+from processes.models import ExecState
 
 UP, DOWN, BOTH = "up", "down", "both"
+FILES_PER_BATCH = 12  # the files drawn into a batch; the rest are counted
 
 
 @dataclass(frozen=True, order=True)
@@ -119,3 +124,46 @@ def from_file(file_id: int) -> Provenance:
     """What was made from a file: everything downstream of the batch it was registered in."""
     batch_id = File.objects.values_list("batch_id", flat=True).get(pk=file_id)
     return trace(batch_id, DOWN)
+
+
+def provenance_graph(
+    batch_id: int, direction: str = BOTH, visible: QuerySet[Batch] | None = None
+) -> Graph:
+    """The batches and files upstream and downstream of a batch: files into the batch they
+    were registered in, then a batch into the batch of each job run that consumed it. Only
+    batches in ``visible`` (the user's teams') are drawn."""
+    found = trace(batch_id, direction)
+    graph = Graph("batch", f"Provenance of batch {batch_id}")
+    shown = visible if visible is not None else Batch.objects.all()
+    # a batch is coloured by the state of the run that produced it
+    states = dict(
+        shown.filter(pk__in=list(found.batches)).values_list(
+            "pk", "source_instance_exec__exec_state_id"
+        )
+    )
+    for bid in sorted(states):
+        info, state = found.batches[bid], states[bid]
+        graph.add(
+            GraphNode(
+                f"b{bid}",
+                f"batch {bid}",
+                "batch",
+                info.job or f"{len(info.files)} file(s) registered",
+                ExecState(state).name if state else "",
+                ref=bid,
+                focus=bid == batch_id,
+            )
+        )
+    for bid in sorted(states):
+        files = found.batches[bid].files
+        for file_id, path in files[:FILES_PER_BATCH]:
+            name = PurePosixPath(path).name or path
+            graph.add(GraphNode(f"f{file_id}", name, "file", path, ref=file_id))
+            graph.link(f"f{file_id}", f"b{bid}")
+        if len(files) > FILES_PER_BATCH:
+            more = f"more{bid}"
+            graph.add(GraphNode(more, f"{len(files) - FILES_PER_BATCH} more files", "more"))
+            graph.link(more, f"b{bid}")
+    for hop in found.hops:
+        graph.link(f"b{hop.source}", f"b{hop.target}", hop.step)
+    return graph

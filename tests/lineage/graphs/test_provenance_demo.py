@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from batches.models import File, HiveTable
-from lineage import provenance
+from lineage.graphs import provenance
 from processes import demo, orchestrator
 from processes.models import Property
 

@@ -1,0 +1,17 @@
+"""The pages of the queue and of batches (included by bdre.ui_urls)."""
+
+from django.urls import path, re_path
+
+from batches import views
+from bdre.ids import ID_REGEX
+
+ID = f"(?P<pk>{ID_REGEX})"
+
+urlpatterns = [
+    path("queue/", views.queue_inspector, name="ui-queue"),
+    re_path(
+        rf"^queue/{ID}/(?P<action>requeue|discard)/$", views.queue_action, name="ui-queue-action"
+    ),
+    path("batches/", views.batch_list, name="ui-batches"),
+    re_path(rf"^batches/{ID}/$", views.batch_detail, name="ui-batch"),
+]

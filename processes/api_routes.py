@@ -1,0 +1,26 @@
+"""The registry's and the runs' REST resources (bdre.routes)."""
+
+from __future__ import annotations
+
+from bdre.routes import register_master, router
+from processes.api import (
+    ApplicationViewSet,
+    LogViewSet,
+    ProcessViewSet,
+    PropertyViewSet,
+    RunViewSet,
+    ServerViewSet,
+    TemplateViewSet,
+)
+from processes.models import ExecStatus, ProcessType, WorkflowType
+
+router.register("applications", ApplicationViewSet, basename="application")
+router.register("processes", ProcessViewSet, basename="process")
+router.register("templates", TemplateViewSet, basename="template")
+router.register("properties", PropertyViewSet, basename="property")
+router.register("runs", RunViewSet, basename="run")
+router.register("logs", LogViewSet, basename="log")
+router.register("servers", ServerViewSet, basename="server")
+register_master("exec-statuses", ExecStatus)
+register_master("process-types", ProcessType)
+register_master("workflow-types", WorkflowType)

@@ -1,0 +1,68 @@
+"""Properties of jobs, steps and templates: the limits of their groups and keys, and what a
+step's kind refuses to run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from django.core.exceptions import ValidationError
+
+from processes.jobs import checks
+from processes.models import Process, Property
+
+Properties = Mapping[str, Mapping[str, str]]  # config_group -> key -> value
+GROUP_LENGTH = Property._meta.get_field("config_group").max_length
+KEY_LENGTH = Property._meta.get_field("key").max_length
+
+
+def check_properties(properties: Properties, owner: str, field: str | None = "properties") -> None:
+    """A ValidationError on ``field`` for a group or key longer than its column, which
+    PostgreSQL would refuse at the insert (and SQLite keep); ``field`` None: on the
+    property's own field, ``config_group`` or ``key``."""
+    for group, values in properties.items():
+        names = [("config_group", "config group", group, GROUP_LENGTH)]
+        names += [("key", "key", key, KEY_LENGTH) for key in values]
+        for name, what, text, limit in names:
+            if len(text) > limit:
+                raise ValidationError(
+                    {
+                        field or name: f"{owner}: a {what} has at most {limit} characters; "
+                        f"{text[:20]}... has {len(text)}."
+                    }
+                )
+
+
+def check_step_properties(
+    kind: str, properties: Properties, owner: str, field: str = "properties", *, team_id: int
+) -> None:
+    """A ValidationError on ``field`` for a property the step kind refuses to run: a Spark SQL
+    statement outside the sandbox, a callable outside ``BDRE_CALLABLES``, a location outside
+    the team's storage roots (docs/security.md)."""
+    try:
+        checks.check_step_properties(kind, properties, team_id=team_id)
+    except checks.REFUSED as exc:
+        raise ValidationError({field: f"{owner}: {exc}"}) from exc
+
+
+def set_properties(process: Process, properties: Properties) -> None:
+    check_properties(properties, process.name)
+    check_step_properties(
+        process.process_type.job_kind,
+        properties,
+        process.name,
+        team_id=process.bus_domain.team_id,
+    )
+    for group, values in properties.items():
+        for key, value in values.items():
+            Property.objects.update_or_create(
+                process=process, config_group=group, key=key, defaults={"value": str(value)}
+            )
+
+
+def properties_of(rows) -> dict[str, dict[str, str]]:
+    grouped: dict[str, dict[str, str]] = {}
+    for row in rows:
+        if row.config_group == "schedule":  # kept by the schedule section
+            continue
+        grouped.setdefault(row.config_group, {})[row.key] = row.value
+    return grouped

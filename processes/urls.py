@@ -1,0 +1,26 @@
+"""The pages of jobs, runs and templates (included by bdre.ui_urls)."""
+
+from django.urls import path, re_path
+
+from bdre.ids import ID_REGEX
+from processes import views
+
+ID = f"(?P<pk>{ID_REGEX})"
+
+urlpatterns = [
+    path("", views.dashboard, name="ui-dashboard"),
+    re_path(rf"^jobs/{ID}/$", views.job_detail, name="ui-job"),
+    re_path(
+        rf"^jobs/{ID}/(?P<action>run|terminate|pause|resume)/$",
+        views.job_action,
+        name="ui-job-action",
+    ),
+    path("jobs/new/", views.job_new, name="ui-job-new"),
+    path("jobs/from-template/", views.job_from_template, name="ui-job-from-template"),
+    re_path(rf"^jobs/{ID}/schedule/$", views.schedule_edit, name="ui-job-schedule"),
+    re_path(rf"^jobs/{ID}/save-template/$", views.template_save, name="ui-template-save"),
+    path("templates/", views.template_list, name="ui-templates"),
+    re_path(rf"^templates/{ID}/delete/$", views.template_delete, name="ui-template-delete"),
+    re_path(rf"^runs/{ID}/$", views.run_detail, name="ui-run"),
+    re_path(rf"^runs/{ID}/live/$", views.run_live, name="ui-run-live"),
+]
