@@ -400,52 +400,6 @@ def test_validation_order_101_before_109_before_112(make_job):
     assert code_of(lifecycle.init_job, plain.pk, 3) == 112
 
 
-def test_errors_113_and_114_from_files_between(make_job):
-    ingest = make_job("ingest")
-    load = make_job("load", upstream=[ingest])
-    other = make_job("other")
-    (step,) = steps_of(load)
-    now = timezone.now()
-    b1 = queue.register_file(
-        source_process_id=ingest.pk,
-        path=landed(ingest, "a"),
-        file_size=1,
-        file_hash="a",
-        creation_ts=now,
-    )
-    b2 = queue.register_file(
-        source_process_id=ingest.pk,
-        path=landed(ingest, "b"),
-        file_size=1,
-        file_hash="b",
-        creation_ts=now,
-    )
-    assert [
-        f.path
-        for f in queue.files_between(sub_process_id=step.pk, min_batch_id=b1.pk, max_batch_id=b2.pk)
-    ] == [landed(ingest, "a"), landed(ingest, "b")]
-    assert (
-        code_of(queue.files_between, sub_process_id=step.pk, min_batch_id=b1.pk, max_batch_id=9999)
-        == 114
-    )
-    (other_step,) = steps_of(other)
-    b3 = Batch.objects.create(batch_type="manual")
-    queue.enqueue(source_batch_id=b3.pk, source_process_id=ingest.pk, process_id=other_step.pk)
-    assert (
-        code_of(queue.files_between, sub_process_id=step.pk, min_batch_id=b1.pk, max_batch_id=b3.pk)
-        == 113
-    )
-    assert (
-        code_of(
-            queue.files_between,
-            sub_process_id=other_step.pk,
-            min_batch_id=b1.pk,
-            max_batch_id=b2.pk,
-        )
-        == 114
-    )
-
-
 def test_error_115_a_reaped_run_cannot_halt_or_term(make_job):
     p1 = make_job("p1", lease_seconds=60)
     (step,) = steps_of(p1)
@@ -523,39 +477,6 @@ def test_a_requeued_batch_is_rebuilt_first_even_after_other_runs_and_gets_its_re
     assert rebuilt.steps[step.pk].batch_ids == [row.source_batch_id]
     after = run_job(p2, max_batch=1)  # then the new input, in a batch of its own
     assert not after.is_rerun and after.target_batch_id not in (dead, delivered.target_batch_id)
-
-
-def test_a_row_left_out_of_a_delivered_batch_is_requeued_as_new(make_job):
-    p1 = make_job("p1")
-    p2 = make_job("p2", upstream=[p1])
-    feed(p1, ["2026-11-01", "2026-11-02"])
-    (step,) = steps_of(p2)
-    failed = run_job(p2, max_batch=5, fail_step=step)
-    dropped, _kept = queued(step)
-    queue.discard(dropped.pk, "corrupt")
-    assert run_job(p2, max_batch=5).target_batch_id == failed.target_batch_id
-    queue.requeue(dropped.pk)
-    dropped.refresh_from_db()
-    assert (dropped.batch_state_id, dropped.target_batch_id) == (BatchState.NEW, None)
-    fresh = run_job(p2, max_batch=5)
-    assert not fresh.is_rerun and fresh.target_batch_id != failed.target_batch_id
-
-
-def test_discard_by_hand_and_what_cannot_be_requeued(make_job):
-    p1 = make_job("p1")
-    p2 = make_job("p2", upstream=[p1])
-    feed(p1, ["2026-11-01", "2026-11-02"])
-    (step,) = steps_of(p2)
-    first, second = queued(step)
-    queue.discard(second.pk, "corrupt upstream file")
-    second.refresh_from_db()
-    assert second.batch_state_id == BatchState.DISCARDED
-    assert second.last_error == "corrupt upstream file"
-    assert code_of(queue.requeue, first.pk) == 114  # NEW: nothing to requeue
-    lifecycle.init_job(p2.pk, 5)
-    assert code_of(queue.requeue, first.pk) == 110  # claimed by a running job
-    assert code_of(queue.discard, first.pk, "x") == 110
-    assert code_of(queue.requeue, 999_999) == 114
 
 
 def test_every_failure_keeps_its_error(make_job):
