@@ -3,9 +3,11 @@ their shares."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import Count, Q
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import mixins, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -204,7 +206,7 @@ class TableShareViewSet(ScopedViewSet):
     def owner_team(self, data: dict):
         return data["table"].team
 
-    def perform_create(self, serializer: TableShareSerializer) -> None:
+    def perform_create(self, serializer: serializers.BaseSerializer[Any]) -> None:
         data = serializer.validated_data
         serializer.instance = tables.share(self.request.user, data["table"], data["team"])
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -29,7 +29,7 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 
 from bdre.ids import is_id
-from processes.models import Server
+from processes.models import Process, Server, grouped_properties
 
 OBJECT_STORE_SCHEMES = {"s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gs", "abfs": "abfs"}
 
@@ -194,16 +194,67 @@ def check_location(team_id: int, location: str, *, server: Server | None = None)
     return TeamStorage(team_id).check(location, server=server)
 
 
-# The step properties that name a location, by kind: (group, key).
-LOCATION_PROPERTIES = {
-    "ingest.scan": (("scan", "location"),),
-    "spark.export": (("export", "location"), ("export", "jdbc_url")),
+def scan_server(storage: TeamStorage, props: Mapping[str, str]) -> Server | None:
+    """The server a scan lists its location with (credentials, endpoint): ``scan.server`` if
+    named, else the granted server whose root holds the location; None inside the team's
+    own folders. The location must lie inside the team's roots (inside the named server's
+    root). The endpoint is the server's, never a step's: a step's endpoint would send the
+    server's signed requests wherever it said."""
+    if props.get("endpoint_url"):
+        raise LocationRefused(
+            "scan.endpoint_url is not a step's to set: the endpoint is the granted server's "
+            "(its metainfo endpoint_url=...), which an installation superuser sets"
+        )
+    server = storage.server(props["server"]) if props.get("server") else None
+    # The location is kept as written: the scan state (and its marker) is keyed by it.
+    storage.check(props["location"], server=server)
+    return server or storage.server_for(props["location"])
+
+
+def _check_scan(storage: TeamStorage, props: Mapping[str, str]) -> None:
+    if props.get("location") or props.get("endpoint_url"):
+        scan_server(storage, {"location": "", **props})
+
+
+EXPORT_KEYS = ("location", "jdbc_url")
+
+
+def _check_export(storage: TeamStorage, props: Mapping[str, str]) -> None:
+    for key in EXPORT_KEYS:
+        if props.get(key):
+            storage.check(props[key])
+
+
+@dataclass(frozen=True)
+class StepLocations:
+    group: str  # the config group of the properties
+    keys: tuple[str, ...]  # those that name or reach a location
+    check: Callable[[TeamStorage, Mapping[str, str]], None]
+
+
+# The step properties that name a location, by kind: checked at registration (the registry),
+# before each run (the orchestrator) and over stored rows (check_locations), all from here.
+STEP_LOCATIONS = {
+    "ingest.scan": StepLocations("scan", ("location", "server", "endpoint_url"), _check_scan),
+    "spark.export": StepLocations("export", EXPORT_KEYS, _check_export),
 }
+
+
+def check_step_locations(
+    kind: str, properties: Mapping[str, Mapping[str, object]], storage: TeamStorage
+) -> None:
+    """:class:`LocationRefused` if a location a step of ``kind`` names (:data:`STEP_LOCATIONS`:
+    a scan's location, server and endpoint; an export's folder and database) lies outside the
+    team's roots."""
+    entry = STEP_LOCATIONS.get(kind)
+    if entry is not None:
+        props = {key: str(value) for key, value in properties.get(entry.group, {}).items()}
+        entry.check(storage, props)
 
 
 @dataclass(frozen=True)
 class Outside:
-    kind: str  # "property", "file" or "server"
+    kind: str  # "step", "file" or "server"
     row_id: int
     team_id: int | None
     location: str
@@ -214,40 +265,38 @@ def rows_outside() -> Iterator[Outside]:
     """Stored rows that name a location outside their team's roots (the ``check_locations``
     command): they were registered before roots were enforced, or a grant was taken back."""
     from batches.models import File
-    from processes.models import Property
 
     storages: dict[int, TeamStorage] = {}
 
-    def verdict(team_id: int, location: str, server: Server | None = None) -> str:
-        storage = storages.setdefault(team_id, TeamStorage(team_id))
-        try:
-            storage.check(location, server=server)
-        except LocationRefused as exc:
-            return str(exc)
-        return ""
+    def storage_of(team_id: int) -> TeamStorage:
+        return storages.setdefault(team_id, TeamStorage(team_id))
 
-    for kind, keys in LOCATION_PROPERTIES.items():
-        for group, key in keys:
-            rows = Property.objects.filter(
-                process__process_type__job_kind=kind,
-                process__deleted=False,
-                config_group=group,
-                key=key,
-            ).exclude(value="")
-            for prop in rows.select_related("process__bus_domain"):
-                team_id = prop.process.bus_domain.team_id
-                reason = verdict(team_id, prop.value)
-                if reason:
-                    yield Outside("property", prop.pk, team_id, prop.value, reason)
+    steps = Process.objects.filter(process_type__job_kind__in=STEP_LOCATIONS, deleted=False)
+    steps = steps.select_related("bus_domain", "process_type").prefetch_related("properties")
+    for step in steps.order_by("pk"):
+        kind = step.process_type.job_kind
+        properties = grouped_properties(step.properties.all())
+        team_id = step.bus_domain.team_id
+        try:
+            check_step_locations(kind, properties, storage_of(team_id))
+        except LocationRefused as exc:
+            entry = STEP_LOCATIONS[kind]
+            named = properties.get(entry.group, {})
+            location = ", ".join(
+                f"{entry.group}.{key}={named[key]}" for key in entry.keys if named.get(key)
+            )
+            yield Outside("step", step.pk, team_id, location, str(exc))
     files = File.objects.select_related("batch__bus_domain", "server").order_by("pk")
     for file in files.iterator():
-        team_id = file.batch.bus_domain.team_id if file.batch.bus_domain_id else None
-        if team_id is None:
+        domain = file.batch.bus_domain
+        file_team = domain.team_id if domain is not None else None
+        if file_team is None:
             yield Outside("file", file.pk, None, file.path, "the file's batch has no team")
             continue
-        reason = verdict(team_id, file.path, file.server)
-        if reason:
-            yield Outside("file", file.pk, team_id, file.path, reason)
+        try:
+            storage_of(file_team).check(file.path, server=file.server)
+        except LocationRefused as exc:
+            yield Outside("file", file.pk, file_team, file.path, str(exc))
     for server in Server.objects.exclude(root="").order_by("pk"):
         if _as_root(server) is None:
             yield Outside("server", server.pk, server.team_id, server.root, "not a valid root")

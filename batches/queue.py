@@ -36,7 +36,8 @@ def _job(process_id: int) -> Process:
     process = Process.objects.filter(pk=process_id, deleted=False).select_related("parent").first()
     if process is None:
         raise BdreError(Code.INVALID_PARENT_PROCESS, f"process {process_id} does not exist")
-    return process.parent if process.parent_id else process
+    parent = process.parent  # selected with the process: no query
+    return parent if parent is not None else process
 
 
 def downstream_steps(job: Process) -> list[int]:
@@ -360,7 +361,7 @@ def archive(*, target_batch_id: int, now: datetime) -> int:
             [now, *params],
         )
         cursor.execute(f"DELETE FROM {queue_table} WHERE {where}", params)
-        return cursor.rowcount
+        return int(cursor.rowcount)
 
 
 def files_between(*, sub_process_id: int, min_batch_id: int, max_batch_id: int) -> list[File]:

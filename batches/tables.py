@@ -17,9 +17,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q, QuerySet
@@ -154,7 +155,9 @@ def _ancestors(location: str) -> list[str]:
     return [str(p) for p in path.parents]
 
 
-def register_written(destination: Destination, *, bus_domain_id: int, defaults: dict) -> HiveTable:
+def register_written(
+    destination: Destination, *, bus_domain_id: int, defaults: dict[str, Any]
+) -> HiveTable:
     """Register (or update) the team's table once its partition is written."""
     registered, _ = HiveTable.objects.update_or_create(
         team_id=destination.team_id,
@@ -177,8 +180,10 @@ def share(user: AnyUser, table: HiveTable, team: Group) -> TableShare:
     _require_admin(user, table)
     if team.pk == table.team_id:
         raise ValidationError({"team": [f"{table} is this team's own table: it reads it already."]})
+    # Authenticated users are Users (BDRE keeps Django's user model); the anonymous user is not.
+    created_by = user if isinstance(user, User) else None
     found, _ = TableShare.objects.get_or_create(
-        table=table, team=team, defaults={"created_by": user if user.is_authenticated else None}
+        table=table, team=team, defaults={"created_by": created_by}
     )
     return found
 

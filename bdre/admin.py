@@ -38,7 +38,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 class MasterTableAdmin(ReadOnlyAdmin):
     """Master tables are seeded by migrations with BDRE's ids."""
 
-    list_display = ("id", "name", "description")
+    list_display: tuple[str, ...] = ("id", "name", "description")  # the subclasses add columns
     ordering = ("id",)
 
 

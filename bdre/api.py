@@ -50,7 +50,7 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, Conflict):
         return Response({"detail": str(exc)}, status=409)
     if isinstance(exc, ProtectedError | RestrictedError):
-        rows = getattr(exc, "protected_objects", None) or exc.restricted_objects
+        rows = exc.protected_objects if isinstance(exc, ProtectedError) else exc.restricted_objects
         used_by = sorted({str(type(o)._meta.verbose_name_plural) for o in rows})
         detail = f"Still in use by {', '.join(used_by)}: remove those first."
         return Response({"detail": detail}, status=409)
@@ -64,8 +64,8 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         logger.info("A conflict in %s: %s", context["request"].path, exc)
         return Response({"detail": CONFLICT}, status=409)
     if isinstance(exc, DjangoValidationError):
-        detail = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
-        exc = exceptions.ValidationError(detail)
+        errors = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
+        exc = exceptions.ValidationError(errors)
     return drf_exception_handler(exc, context)
 
 
@@ -100,6 +100,7 @@ class ScopedRelatedField(serializers.PrimaryKeyRelatedField):
         request = self.context.get("request")
         if request is None:  # the CLI and services: no user to scope by
             return queryset
+        assert queryset is not None  # a writable related field has one (DRF checks)
         return scope(request.user, queryset)
 
 
@@ -138,6 +139,7 @@ class ScopedViewSet(viewsets.ModelViewSet):
 
     def perform_update(self, serializer: serializers.BaseSerializer) -> None:
         # Moving a row to another team needs the role there as well.
+        assert serializer.instance is not None  # an update's serializer holds its row
         data = {**_current(serializer.instance), **serializer.validated_data}
         require_role(self.request.user, self.owner_team(data), self.write_role)
         serializer.save()

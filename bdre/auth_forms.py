@@ -4,6 +4,8 @@ nothing."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
@@ -11,9 +13,15 @@ from django.core.exceptions import ValidationError
 from bdre import security
 from bdre.admin_site import refuse_unless_superuser
 
+if TYPE_CHECKING:
+    # What the mixin is mixed into, so that self.cleaned_data and super().clean() are typed.
+    _FormBase = AuthenticationForm
+else:
+    _FormBase = object
 
-class LockoutMixin:
-    def clean(self):
+
+class LockoutMixin(_FormBase):
+    def clean(self) -> dict[str, Any]:
         username = self.cleaned_data.get("username")
         ip = security.client_ip(self.request)
         wait = security.locked_for(security.LOGIN, username, ip)

@@ -190,7 +190,14 @@ class Unacked:
 
 
 _all: weakref.WeakSet[Unacked] = weakref.WeakSet()
-os.register_at_fork(after_in_child=lambda: [u.after_fork() for u in list(_all)])
+
+
+def _after_fork_in_child() -> None:
+    for unacked in list(_all):
+        unacked.after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class QoS(virtual.QoS):
@@ -261,7 +268,9 @@ class Channel(filesystem.Channel):
         binding = filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")
         self._update_table(exchange, lambda qs: [q for q in qs if q != binding])
 
-    def _put(self, queue, payload, **kwargs):
+    # kombu's filesystem.Channel names the base's `message` argument `payload`: no name
+    # satisfies both supertypes (kombu passes it by position).
+    def _put(self, queue, payload, **kwargs):  # type: ignore[override]
         # Zero-padded so that names sort by publish time across processes (kombu's monotonic
         # milliseconds do not, after a reboot).
         name = f"{time.time_ns():020d}_{uuid.uuid4().hex}.{queue}.msg"
@@ -275,7 +284,8 @@ class Channel(filesystem.Channel):
                 os.unlink(hidden)
             raise ChannelError(f"Cannot add {name!r} to {self.data_folder_out}") from exc
 
-    def _get(self, queue):
+    def _get(self, queue, timeout=None):
+        # timeout: the base class's signature; kombu polls, and never passes one.
         own = self._unacked.open()
         self.connection.restore_dead_consumers()
         for name in sorted(os.listdir(self.data_folder_in)):

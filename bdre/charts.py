@@ -41,7 +41,7 @@ def stacked_bars(title: str, labels: list[str], series: list[tuple[str, str, lis
     step = (WIDTH - PAD_LEFT) / max(len(labels), 1)
     out = _frame(title, peak, labels)
     for i, label in enumerate(labels):
-        base = HEIGHT - PAD_BOTTOM
+        base: float = HEIGHT - PAD_BOTTOM
         for name, colour, values in series:
             h = plot_h * values[i] / peak
             if values[i]:

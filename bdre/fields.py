@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 from functools import lru_cache
+from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import models
+from django.db.models import Lookup
 
 _PREFIX = "fernet:"
 
@@ -96,7 +98,7 @@ class EncryptedTextField(models.TextField):
             )
             return UnreadableSecret(value)
 
-    def get_lookup(self, lookup_name: str):  # type: ignore[no-untyped-def]
+    def get_lookup(self, lookup_name: str) -> type[Lookup[Any]] | None:
         # Every encryption has a fresh IV, so equality in SQL can never match.
         if lookup_name not in ("isnull",):
             return None

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC
+from datetime import UTC, datetime
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models import ForeignObjectRel
 from django_filters import fields
 from django_filters import rest_framework as filters
 
@@ -14,8 +16,8 @@ class UtcIsoDateTimeField(fields.IsoDateTimeField):
     """An ISO 8601 time, turned to UTC: ISO 8601 allows an offset up to 23:59, PostgreSQL
     refuses any past 15:59 (a DataError that broke the request's transaction)."""
 
-    def to_python(self, value):
-        moment = super().to_python(value)
+    def to_python(self, value: Any) -> datetime | None:
+        moment: datetime | None = super().to_python(value)
         if moment is None:
             return None
         try:
@@ -27,7 +29,7 @@ class UtcIsoDateTimeField(fields.IsoDateTimeField):
 class UtcIsoDateTimeRangeField(fields.RangeField):
     widget = fields.DateRangeWidget
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__((UtcIsoDateTimeField(), UtcIsoDateTimeField()), *args, **kwargs)
 
 
@@ -49,7 +51,7 @@ class IdFilter(filters.NumberFilter):
     """An id: a whole number from 0 to the largest bigint. A larger one reached the database
     driver and overflowed it (a 500 on SQLite); now it is the filter's own 400."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("min_value", 0)
         kwargs.setdefault("max_value", MAX_ID)
         kwargs.setdefault("decimal_places", 0)
@@ -63,7 +65,9 @@ class FilterSet(filters.FilterSet):
     an empty list for an id of another team's row, which tells whether that row exists."""
 
     @classmethod
-    def filter_for_lookup(cls, field, lookup_type):
+    def filter_for_lookup(
+        cls, field: models.Field[Any, Any] | ForeignObjectRel, lookup_type: str
+    ) -> tuple[type[Any] | None, dict[str, Any]]:
         target = getattr(field, "target_field", None)
         if (
             field.is_relation
@@ -72,7 +76,10 @@ class FilterSet(filters.FilterSet):
             and isinstance(target, (models.AutoField, models.BigAutoField, models.IntegerField))
         ):
             return IdFilter, {}
-        return super().filter_for_lookup(field, lookup_type)
+        found: tuple[type[Any] | None, dict[str, Any]] = super().filter_for_lookup(
+            field, lookup_type
+        )
+        return found
 
 
 class FilterBackend(filters.DjangoFilterBackend):

@@ -54,7 +54,7 @@ def _key_digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-class ApiTokenQuerySet(models.QuerySet):
+class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
     def find(self, key: str) -> ApiToken | None:
         return self.select_related("user").filter(key_digest=_key_digest(key)).first()
 
@@ -74,6 +74,9 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
 
     objects = ApiTokenQuerySet.as_manager()
+    # Not a field, never stored: the plain key of a token just issued, set for the one answer
+    # that shows it (the API's create).
+    key: str
 
     class Meta:
         ordering = ["-created_ts", "-id"]

@@ -4,6 +4,8 @@ views: the apps depend on ``bdre``, never the other way."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 from django.urls import URLPattern
 from rest_framework import viewsets
@@ -19,18 +21,18 @@ extra_urls: list[URLPattern] = []
 MASTER_TABLES: dict[str, type[models.Model]] = {}
 
 
-def master_viewset(model: type[models.Model]) -> type[viewsets.ReadOnlyModelViewSet]:
+def master_viewset(model: type[models.Model]) -> type[viewsets.ReadOnlyModelViewSet[Any]]:
     """A read-only list of a master table, for any signed-in user."""
     return type(
         f"{model.__name__}ViewSet",
         (viewsets.ReadOnlyModelViewSet,),
         {
-            "queryset": model.objects.all(),
+            "queryset": model._default_manager.all(),
             "serializer_class": master_serializer(model),
             "lookup_value_regex": ID_REGEX,
             "pagination_class": None,
             "filter_backends": [],
-            "__doc__": f"{model._meta.verbose_name_plural.capitalize()} (read-only, seeded).",
+            "__doc__": f"{str(model._meta.verbose_name_plural).capitalize()} (read-only, seeded).",
         },
     )
 

@@ -8,11 +8,13 @@ import hashlib
 import logging
 import math
 import time
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.signals import user_login_failed
 from django.core.cache import cache
 from django.dispatch import receiver
+from django.http import HttpRequest
 
 log = logging.getLogger("bdre.security")
 
@@ -20,13 +22,13 @@ LOGIN = "login"  # passwords: the log-in page, the admin's, POST /api/v1/auth/to
 TOKEN = "token"  # API tokens
 
 
-def client_ip(request) -> str:
+def client_ip(request: HttpRequest | None) -> str:
     if request is None:
         return "-"
     meta = request.META
     header = settings.BDRE_CLIENT_IP_HEADER
     if header:
-        forwarded = meta.get("HTTP_" + header.upper().replace("-", "_"), "")
+        forwarded: str = meta.get("HTTP_" + header.upper().replace("-", "_"), "")
         # The proxy appends the address it saw; earlier entries are whatever the client sent.
         last = forwarded.split(",")[-1].strip()
         if last:
@@ -94,7 +96,12 @@ def refusal(seconds: int) -> str:
 
 
 @receiver(user_login_failed)
-def _login_failed(sender, credentials: dict, request=None, **kwargs) -> None:
+def _login_failed(
+    sender: object,
+    credentials: dict[str, Any],
+    request: HttpRequest | None = None,
+    **kwargs: Any,
+) -> None:
     # Django sends this for every authenticate() that fails, whichever form or view called
     # it; credentials has the password already masked, and only the user name is read.
     record_failure(LOGIN, credentials.get("username"), client_ip(request), "wrong credentials")

@@ -11,4 +11,7 @@ _KEY_CHARS = frozenset(VALID_KEY_CHARS)
 
 class SessionStore(DatabaseSessionStore):
     def _validate_session_key(self, key: str | None) -> bool:
-        return bool(key) and super()._validate_session_key(key) and set(key) <= _KEY_CHARS
+        if not key:
+            return False
+        # django-stubs omit SessionBase._validate_session_key, a private method Django has.
+        return super()._validate_session_key(key) and set(key) <= _KEY_CHARS  # type: ignore[misc]

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import Group
 from django.db.models import Count
 from rest_framework import mixins, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
 
 from bdre import teams as team_service
-from bdre.access import Role, teams
+from bdre.access import Role, signed_in, teams
 from bdre.api import ScopedViewSet, require_role
 from bdre.ids import ID_REGEX
 from bdre.models import Membership
@@ -60,13 +63,15 @@ class TeamViewSet(
             )
         return super().update(request, *args, **kwargs)
 
-    def perform_create(self, serializer: TeamSerializer) -> None:
-        serializer.instance = team_service.create_team(
-            serializer.validated_data["name"], self.request.user
+    def perform_create(self, serializer: BaseSerializer[Any]) -> None:
+        team = team_service.create_team(
+            serializer.validated_data["name"], signed_in(self.request.user)
         )
-        serializer.instance.member_count = 1
+        # member_count is the list's annotate(), which Group does not declare: set by hand here.
+        team.member_count = 1  # type: ignore[attr-defined]
+        serializer.instance = team
 
-    def perform_update(self, serializer: TeamSerializer) -> None:
+    def perform_update(self, serializer: BaseSerializer[Any]) -> None:
         require_role(self.request.user, serializer.instance, Role.ADMIN)
         serializer.save()
 
@@ -91,15 +96,17 @@ class MembershipViewSet(ScopedViewSet):
     def owner_team(self, data: dict):
         return data.get("team")
 
-    def perform_create(self, serializer: MembershipSerializer) -> None:
+    def perform_create(self, serializer: BaseSerializer[Any]) -> None:
         data = serializer.validated_data
         require_role(self.request.user, data["team"], Role.ADMIN)
         serializer.instance = team_service.add_member(data["team"], data["user"], data["role"])
 
-    def perform_update(self, serializer: MembershipSerializer) -> None:
-        require_role(self.request.user, serializer.instance.team, Role.ADMIN)
-        role = serializer.validated_data.get("role", serializer.instance.role)
-        serializer.instance = team_service.change_role(serializer.instance.pk, Role(role))
+    def perform_update(self, serializer: BaseSerializer[Any]) -> None:
+        membership = serializer.instance
+        assert membership is not None  # an update's serializer holds its row
+        require_role(self.request.user, membership.team, Role.ADMIN)
+        role = serializer.validated_data.get("role", membership.role)
+        serializer.instance = team_service.change_role(membership.pk, Role(role))
 
     def perform_destroy(self, instance: Membership) -> None:
         team_service.remove_member(instance.pk)

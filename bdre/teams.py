@@ -4,7 +4,7 @@ A team always keeps at least one admin, so that someone can still manage it."""
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, Group
+from django.contrib.auth.models import Group, User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -12,7 +12,7 @@ from bdre.models import Membership, Role
 
 
 @transaction.atomic
-def create_team(name: str, creator: AbstractBaseUser) -> Group:
+def create_team(name: str, creator: User) -> Group:
     """A new team, with its creator as its first admin."""
     if Group.objects.filter(name=name).exists():
         raise ValidationError({"name": f"A team named {name} exists already."})
@@ -28,7 +28,7 @@ def _keeps_an_admin(team_id: int, leaving: Membership) -> None:
 
 
 @transaction.atomic
-def add_member(team: Group, user: AbstractBaseUser, role: Role) -> Membership:
+def add_member(team: Group, user: User, role: Role) -> Membership:
     if Membership.objects.filter(team=team, user=user).exists():
         raise ValidationError({"user": f"{user} is a member of {team} already."})
     return Membership.objects.create(team=team, user=user, role=role)

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from bdre import security
+from bdre.access import signed_in
 from bdre.ids import ID_REGEX
 from bdre.models import ApiToken
 from bdre.parsers import FormParser, JSONParser, MultiPartParser
@@ -33,7 +34,7 @@ class ApiTokenSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ApiToken
-        fields = (
+        fields: tuple[str, ...] = (
             "id",
             "name",
             "created_ts",
@@ -74,7 +75,9 @@ class ApiTokenViewSet(
     ordering_fields = ("id", "created_ts", "expires_at")
 
     def get_queryset(self):
-        return ApiToken.objects.filter(user=self.request.user).order_by("-created_ts", "-id")
+        return ApiToken.objects.filter(user=signed_in(self.request.user)).order_by(
+            "-created_ts", "-id"
+        )
 
     @extend_schema(request=ApiTokenSerializer, responses={201: NewApiTokenSerializer})
     def create(self, request: Request, *args, **kwargs) -> Response:

@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from bdre import security
+from bdre.access import signed_in
 from bdre.models import ApiToken
 
 
@@ -42,7 +43,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
         request,
         "bdre/tokens.html",
         {
-            "tokens": ApiToken.objects.filter(user=request.user),
+            "tokens": ApiToken.objects.filter(user=signed_in(request.user)),
             "form": form,
             "new_key": new_key,
             "max_days": settings.BDRE_TOKEN_DAYS,

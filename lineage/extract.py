@@ -16,17 +16,23 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import sqlglot
 from django.db import transaction
+from django.db.models import QuerySet
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
-from sqlglot.lineage import to_node
+from sqlglot.lineage import Node, to_node
 from sqlglot.optimizer.qualify import qualify
-from sqlglot.optimizer.scope import build_scope, traverse_scope
+from sqlglot.optimizer.scope import Scope, build_scope, traverse_scope
 from sqlglot.schema import ensure_schema
 
 from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind, QueryKind
+
+if TYPE_CHECKING:
+    from batches.models import HiveTable
+    from processes.models import Process
 
 # db -> table -> column -> type; the same shape sqlglot takes.
 Schema = Mapping[str, Mapping[str, Mapping[str, str]]]
@@ -101,7 +107,7 @@ def _function_name(func: exp.Func, dialect: str) -> str:
     return written.group(0).upper() if written else func.sql_name().upper()
 
 
-def _functions(expression: exp.Expression, dialect: str) -> set[str]:
+def _functions(expression: exp.Expr, dialect: str) -> set[str]:
     names = set()
     for func in expression.find_all(exp.Func):
         if isinstance(func, exp.If) and isinstance(func.parent, exp.Case):
@@ -110,7 +116,7 @@ def _functions(expression: exp.Expression, dialect: str) -> set[str]:
     return names
 
 
-def _statement(sql: str, dialect: str) -> exp.Expression:
+def _statement(sql: str, dialect: str) -> exp.Expr:
     try:
         statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
     except SqlglotError as exc:
@@ -133,7 +139,7 @@ def _partitions(table: exp.Table) -> tuple[frozenset[str], tuple[str, ...]]:
     return frozenset(static), tuple(dynamic)
 
 
-def _write(statement: exp.Expression, target: str | None, default_db: str) -> _Write:
+def _write(statement: exp.Expr, target: str | None, default_db: str) -> _Write:
     if isinstance(statement, exp.Insert | exp.Create):
         table, columns = statement.this, None
         if isinstance(table, exp.Schema):
@@ -199,6 +205,7 @@ def _check_tables_known(
         if not isinstance(scope.expression, exp.Select):
             continue
         for projection in scope.expression.selects:
+            starred: list[exp.Table | Scope | None]
             if isinstance(projection, exp.Star):
                 starred = list(scope.sources.values())
             elif isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
@@ -284,7 +291,7 @@ def _extract(
     try:
         qualified = qualify(
             write.query.copy(),
-            schema=schema,
+            schema=dict(schema),  # sqlglot's annotation takes a dict, not any mapping
             dialect=dialect,
             db=default_db,
             validate_qualify_columns=True,
@@ -312,8 +319,8 @@ def _extract(
     scope = build_scope(qualified)
     if scope is None:
         raise LineageError("cannot trace a statement that is not a query")
-    sqlglot_schema = ensure_schema(schema, dialect=dialect)
-    cache: dict = {}
+    sqlglot_schema = ensure_schema(dict(schema), dialect=dialect)
+    cache: dict[tuple[object, ...], Node] = {}
     edges: set[ColumnEdge] = set()
     for index, column in enumerate(columns):
         try:
@@ -335,7 +342,7 @@ def _extract(
     return Extracted(write.target, columns, sources, sorted(edges))
 
 
-def _is_cte(table: exp.Table, query: exp.Expression) -> bool:
+def _is_cte(table: exp.Table, query: exp.Expr) -> bool:
     ctes = {cte.alias_or_name for cte in query.find_all(exp.CTE)}
     return not table.db and table.name in ctes
 
@@ -416,11 +423,11 @@ def record(query: LineageQuery, extracted: Extracted) -> list[LineageRelation]:
         )
     for edge in extracted.edges:
         table_name = edge.source.rsplit(".", 1)[0]
-        source = _node(edge.source, NodeKind.COLUMN, tables[table_name])
+        source_column = _node(edge.source, NodeKind.COLUMN, tables[table_name])
         label = dot_label(edge.functions)
         relations.append(
             LineageRelation.objects.update_or_create(
-                src_node=source,
+                src_node=source_column,
                 target_node=columns[edge.target],
                 query=query,
                 defaults={"dot_string": label},
@@ -486,7 +493,7 @@ class KnownSchema:
     partly: frozenset[str]
 
 
-def known_schema(tables, nodes) -> KnownSchema:
+def known_schema(tables: QuerySet[HiveTable], nodes: QuerySet[LineageNode]) -> KnownSchema:
     """``{db: {table: {column: type}}}`` from registered tables (``HiveTable`` querysets: their
     DDL) and from the table nodes of ``nodes`` with their column nodes in ``nodes`` (give one
     team's, ``lineage.visibility.team_nodes``: another team's columns of a name never become
@@ -515,7 +522,7 @@ def register_query(
     sql: str,
     *,
     kind: QueryKind,
-    process,
+    process: Process | None,
     schema: Schema,
     target: str | None = None,
     partly_known: Collection[str] = (),

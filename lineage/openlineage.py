@@ -122,7 +122,8 @@ def run_uuid(run_id: int) -> str:
 
 
 def job_name(process: Process) -> str:
-    return f"{process.parent.name}.{process.name}" if process.parent_id else process.name
+    parent = process.parent if process.parent_id else None
+    return f"{parent.name}.{process.name}" if parent is not None else process.name
 
 
 def job_namespace(process: Process) -> str:
@@ -147,9 +148,11 @@ def run_event(run_id: int, event_type: str, error: str = "") -> dict[str, Any]:
         )
     }
     if run.parent_id:
+        job = process.parent
+        assert job is not None  # a run with a parent run is a step's, and a step has its job
         parent = {
             "run": {"runId": run_uuid(run.parent_id)},
-            "job": {"namespace": namespace, "name": process.parent.name},
+            "job": {"namespace": namespace, "name": job.name},
         }
         run_facets["parent"] = _facet("parent", **parent, root=parent)
     if event_type in ("FAIL", "ABORT"):
@@ -166,8 +169,8 @@ def run_event(run_id: int, event_type: str, error: str = "") -> dict[str, Any]:
             jobType="TASK" if run.parent_id else "JOB",
         )
     }
-    inputs: list[dict] = []
-    outputs: list[dict] = []
+    inputs: list[dict[str, Any]] = []
+    outputs: list[dict[str, Any]] = []
     if run.parent_id:
         query = process.property_value("sql", "query") if kind == "spark.sql" else None
         if query:
@@ -266,7 +269,7 @@ def _column_lineage(run: InstanceExec, target: str) -> dict[str, Any] | None:
         query__instance_exec=run,
         target_node__container_node__qualified_name=target,
     ).select_related("src_node__container_node", "target_node")
-    fields: dict[str, dict] = {}
+    fields: dict[str, dict[str, Any]] = {}
     for relation in relations.order_by("target_node__node_order", "id"):
         functions = edge_functions(relation.dot_string)
         if not functions:
@@ -279,13 +282,15 @@ def _column_lineage(run: InstanceExec, target: str) -> dict[str, Any] | None:
         if functions:
             transformation["description"] = ", ".join(functions)
         source = relation.src_node
-        owner, _ = _owner_of(source.container_node.qualified_name, run.process.bus_domain.team_id)
+        table = source.container_node
+        assert table is not None  # a column relation's source is a column of a table
+        owner, _ = _owner_of(table.qualified_name, run.process.bus_domain.team_id)
         fields.setdefault(relation.target_node.display_name, {"inputFields": []})[
             "inputFields"
         ].append(
             {
                 "namespace": table_namespace(owner),
-                "name": source.container_node.qualified_name,
+                "name": table.qualified_name,
                 "field": source.display_name,
                 "transformations": [transformation],
             }
@@ -302,11 +307,13 @@ def _sql_sources(run: InstanceExec) -> list[str]:
     return sorted(set(tables.values_list("qualified_name", flat=True)))
 
 
-def _datasets(run: InstanceExec, kind: str, *, with_statistics: bool) -> tuple[list, list]:
+def _datasets(
+    run: InstanceExec, kind: str, *, with_statistics: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     step = run.process
     team = step.bus_domain.team_id
-    inputs: list[dict] = []
-    outputs: list[dict] = [_table_dataset(name, team) for name in run.outputs]
+    inputs: list[dict[str, Any]] = []
+    outputs: list[dict[str, Any]] = [_table_dataset(name, team) for name in run.outputs]
     if kind in ("spark.shred", "spark.load"):
         inputs = [_location_dataset(folder) for folder in _claimed_folders(run)]
     elif kind in ("spark.cleanse", "spark.export"):

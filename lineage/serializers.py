@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from rest_framework import serializers
 
@@ -70,13 +71,14 @@ class RegisterQueryInput(serializers.Serializer):
 
 class LineageNodeSerializer(serializers.ModelSerializer):
     kind = serializers.SerializerMethodField()
+    container: serializers.PrimaryKeyRelatedField[LineageNode]
     container = serializers.PrimaryKeyRelatedField(
         source="container_node", read_only=True, allow_null=True, help_text="null for a table"
     )
 
     class Meta:
         model = LineageNode
-        fields = (
+        fields: tuple[str, ...] = (
             "id",
             "kind",
             "qualified_name",
@@ -97,14 +99,20 @@ class LineageNodeDetailSerializer(LineageNodeSerializer):
     class Meta(LineageNodeSerializer.Meta):
         fields = (*LineageNodeSerializer.Meta.fields, "columns")
 
-    def get_columns(self, node: LineageNode) -> list[dict]:
+    def get_columns(self, node: LineageNode) -> list[dict[str, Any]]:
         # the columns the user may see (a node's are its team's: lineage.visibility)
         children = visibility.columns(self.context["request"].user, node)
-        return LineageNodeSerializer(children, many=True).data
+        # many=True makes a ListSerializer, whose data is a list; the stubs type the
+        # serializer's own (a dict).
+        return LineageNodeSerializer(children, many=True).data  # type: ignore[return-value]
 
 
 class LineageRelationSerializer(serializers.ModelSerializer):
-    source = serializers.CharField(source="src_node.qualified_name", read_only=True)
+    # DRF's metaclass takes the declared fields out of the class, so a field may be named like
+    # an attribute of Field (source, label); the stubs see that attribute redefined.
+    source = serializers.CharField(  # type: ignore[assignment]
+        source="src_node.qualified_name", read_only=True
+    )
     target = serializers.CharField(source="target_node.qualified_name", read_only=True)
     functions = serializers.SerializerMethodField()
 
@@ -126,7 +134,7 @@ class ImpactSerializer(serializers.Serializer):
 
 class GraphNodeSerializer(serializers.Serializer):
     id = serializers.CharField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # as source above
     kind = serializers.CharField()
     detail = serializers.CharField()
     state = serializers.CharField()
@@ -136,9 +144,9 @@ class GraphNodeSerializer(serializers.Serializer):
 
 
 class GraphEdgeSerializer(serializers.Serializer):
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]  # as in LineageRelationSerializer
     target = serializers.CharField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # as in LineageRelationSerializer
 
 
 class GraphSerializer(serializers.Serializer):

@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from bdre.admin import MasterTableAdmin, ReadOnlyAdmin, ScopedAdmin
 from bdre.errors import BdreError
@@ -75,7 +80,13 @@ class ProcessAdmin(ScopedAdmin):
     inlines = (StepInline, PropertyInline)
     actions = ("run_now", "terminate", "pause_schedule", "resume_schedule")
 
-    def _each_job(self, request, queryset, verb: str, call) -> None:
+    def _each_job(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[Process],
+        verb: str,
+        call: Callable[[int], object],
+    ) -> None:
         """Call a service for each selected job; a job that refuses says why."""
         done = []
         for job in queryset.filter(parent__isnull=True):
@@ -89,11 +100,11 @@ class ProcessAdmin(ScopedAdmin):
             self.message_user(request, f"{verb}: {', '.join(done)}", messages.SUCCESS)
 
     @admin.action(description="Run the selected jobs now")
-    def run_now(self, request, queryset) -> None:
+    def run_now(self, request: HttpRequest, queryset: QuerySet[Process]) -> None:
         self._each_job(request, queryset, "Queued", tasks.enqueue_run)
 
     @admin.action(description="Terminate the running run of the selected jobs")
-    def terminate(self, request, queryset) -> None:
+    def terminate(self, request: HttpRequest, queryset: QuerySet[Process]) -> None:
         self._each_job(
             request,
             queryset,
@@ -102,11 +113,11 @@ class ProcessAdmin(ScopedAdmin):
         )
 
     @admin.action(description="Pause the schedule of the selected jobs")
-    def pause_schedule(self, request, queryset) -> None:
+    def pause_schedule(self, request: HttpRequest, queryset: QuerySet[Process]) -> None:
         self._each_job(request, queryset, "Paused", schedules.pause)
 
     @admin.action(description="Resume the schedule of the selected jobs")
-    def resume_schedule(self, request, queryset) -> None:
+    def resume_schedule(self, request: HttpRequest, queryset: QuerySet[Process]) -> None:
         self._each_job(request, queryset, "Resumed", schedules.resume)
 
 
@@ -166,7 +177,7 @@ class InstanceExecAdmin(ReadOnlyAdmin, ScopedAdmin):
     actions = ("terminate",)
 
     @admin.action(description="Terminate the selected running job runs")
-    def terminate(self, request, queryset) -> None:
+    def terminate(self, request: HttpRequest, queryset: QuerySet[InstanceExec]) -> None:
         done = []
         for run in queryset.select_related("process"):
             if run.parent_id is not None or run.exec_state_id != ExecState.RUNNING:
@@ -230,7 +241,7 @@ class ServerForm(forms.ModelForm):
             "ssh_private_key",
         )
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for name in ("login_password", "ssh_private_key"):
             self.initial[name] = ""
@@ -239,8 +250,9 @@ class ServerForm(forms.ModelForm):
         # Browsers submit textareas with CRLF line ends; key files want LF.
         return self.cleaned_data["ssh_private_key"].replace("\r\n", "\n")
 
-    def clean(self) -> dict:
+    def clean(self) -> dict[str, Any]:
         data = super().clean()
+        assert data is not None  # ModelForm.clean returns its cleaned_data
         stored = Server.objects.filter(pk=self.instance.pk).first() if self.instance.pk else None
         for name in ("login_password", "ssh_private_key"):
             if data.get("clear_secrets"):

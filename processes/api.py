@@ -3,6 +3,8 @@ pipelines, export and import), templates, properties, servers, runs and their lo
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import Q
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import serializers, status, viewsets
@@ -118,11 +120,14 @@ class ProcessViewSet(ScopedViewSet):
     def owner_team(self, data: dict):
         return data["bus_domain"].team if data.get("bus_domain") else None
 
-    def perform_create(self, serializer: ProcessSerializer) -> None:
+    def perform_create(self, serializer: serializers.BaseSerializer[Any]) -> None:
+        assert isinstance(serializer, ProcessSerializer)  # get_serializer_class's, for writes
         require_role(self.request.user, self.owner_team(serializer.validated_data), Role.DEVELOPER)
         serializer.instance = registry.create_process(serializer.changes())
 
-    def perform_update(self, serializer: ProcessSerializer) -> None:
+    def perform_update(self, serializer: serializers.BaseSerializer[Any]) -> None:
+        assert isinstance(serializer, ProcessSerializer)  # get_serializer_class's, for writes
+        assert serializer.instance is not None  # an update is of the object looked up
         changes = serializer.changes()
         require_role(self.request.user, changes.bus_domain.team, Role.DEVELOPER)
         serializer.instance = registry.update_process(serializer.instance.pk, changes)
@@ -387,11 +392,14 @@ class TemplateViewSet(ScopedViewSet):
     def owner_team(self, data: dict):
         return data["application"].team if data.get("application") else None
 
-    def perform_create(self, serializer: TemplateSerializer) -> None:
+    def perform_create(self, serializer: serializers.BaseSerializer[Any]) -> None:
+        assert isinstance(serializer, TemplateSerializer)  # the serializer_class
         require_role(self.request.user, self.owner_team(serializer.validated_data), Role.DEVELOPER)
         serializer.instance = registry.save_template(serializer.spec())
 
-    def perform_update(self, serializer: TemplateSerializer) -> None:
+    def perform_update(self, serializer: serializers.BaseSerializer[Any]) -> None:
+        assert isinstance(serializer, TemplateSerializer)  # the serializer_class
+        assert serializer.instance is not None  # an update is of the object looked up
         require_role(self.request.user, self.owner_team(serializer.validated_data), Role.DEVELOPER)
         serializer.instance = registry.save_template(serializer.spec(), serializer.instance.pk)
 

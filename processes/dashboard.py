@@ -4,8 +4,10 @@ and over the last 24 hours, runs per hour and the depth of the queue."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db.models import Count, Max, Min, Q, QuerySet
 from django.utils import timezone
@@ -48,8 +50,8 @@ def _describe(schedule: schedules.Schedule) -> str:
 def job_rows(jobs: QuerySet[Process], now: datetime | None = None) -> list[JobRow]:
     now = now or timezone.now()
     # One read of the jobs: a job added between two reads would have no schedule below.
-    jobs = list(jobs.filter(parent__isnull=True, deleted=False).order_by("name"))
-    ids = [job.pk for job in jobs]
+    live_jobs = list(jobs.filter(parent__isnull=True, deleted=False).order_by("name"))
+    ids = [job.pk for job in live_jobs]
     last_ids = (
         InstanceExec.objects.filter(process_id__in=ids, parent__isnull=True)
         .values("process_id")
@@ -83,9 +85,9 @@ def job_rows(jobs: QuerySet[Process], now: datetime | None = None) -> list[JobRo
     )
     schedule_of = schedules.schedules_of(ids)
     rows = []
-    for job in jobs:
+    for job in live_jobs:
         schedule = schedule_of[job.pk]
-        queue = queues.get(job.pk, {})
+        queue: Mapping[str, Any] = queues.get(job.pk, {})
         rows.append(
             JobRow(
                 job=job,
@@ -114,6 +116,7 @@ def hourly(
     ).values_list("end_ts", "exec_state_id")
     buckets = [HourBucket(start + timedelta(hours=h), 0, 0, 0) for h in range(hours)]
     for end_ts, state in runs:
+        assert end_ts is not None  # filtered on end_ts
         bucket = buckets[int((end_ts - start).total_seconds() // 3600)]
         if state == ExecState.SUCCESS:
             bucket.succeeded += 1

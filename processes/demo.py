@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
 from django.db import transaction
 from django.utils import timezone
 
@@ -43,17 +43,17 @@ class DemoSetup:
     superuser_password: str | None = None  # None when the superuser existed already
 
 
-def _user(username: str, *, superuser: bool) -> tuple[object, str | None]:
+def _user(username: str, *, superuser: bool) -> tuple[User, str | None]:
     """The user, created with a new random password (returned once), or as it is."""
-    User = get_user_model()
-    user = User.objects.filter(username=username).first()
+    UserModel = get_user_model()
+    user = UserModel.objects.filter(username=username).first()
     if user is not None:
         if user.is_superuser != superuser:
             # The demo's team member must see what a team sees: never everything.
-            User.objects.filter(pk=user.pk).update(is_superuser=superuser, is_staff=superuser)
+            UserModel.objects.filter(pk=user.pk).update(is_superuser=superuser, is_staff=superuser)
         return user, None
     password = secrets.token_urlsafe(12)
-    create = User.objects.create_superuser if superuser else User.objects.create_user
+    create = UserModel.objects.create_superuser if superuser else UserModel.objects.create_user
     return create(username, f"{username}@example.com", password), password
 
 

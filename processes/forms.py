@@ -5,11 +5,14 @@ are put back on the fields at fault (:func:`place_errors`)."""
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from django import forms
 from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
 from django.forms import formset_factory
 
-from bdre.access import Role, scope, teams
+from bdre.access import AnyUser, Role, scope, teams
 from processes import registry, schedules
 from processes.models import (
     BusDomain,
@@ -35,7 +38,7 @@ def parse_properties(text: str) -> dict[str, dict[str, str]]:
     return found
 
 
-def developer_applications(user):
+def developer_applications(user: AnyUser) -> QuerySet[BusDomain]:
     return (
         BusDomain.objects.filter(team__in=teams(user, Role.DEVELOPER))
         .select_related("team")
@@ -47,6 +50,35 @@ def in_team(row: BusDomain | Process | ProcessTemplate) -> str:
     """A choice's label: names are per team, so a user of two teams may see one name twice."""
     team = row.team if isinstance(row, BusDomain) else row.bus_domain.team
     return f"{row.name} ({team})"
+
+
+class TeamChoiceField(forms.ModelChoiceField):
+    """A choice of an application, job or template, labelled with its team (:func:`in_team`)."""
+
+    def label_from_instance(self, obj: BusDomain | Process | ProcessTemplate) -> str:
+        return in_team(obj)
+
+
+class TeamMultipleChoiceField(forms.ModelMultipleChoiceField):
+    """Choices of jobs, each labelled with its team (:func:`in_team`)."""
+
+    def label_from_instance(self, obj: Process) -> str:
+        return in_team(obj)
+
+
+class StepKindField(forms.ModelChoiceField):
+    """A choice of a step's type, labelled with its kind."""
+
+    def label_from_instance(self, obj: ProcessType) -> str:
+        return f"{obj.name} ({obj.job_kind})"
+
+
+def _model_choices(form: forms.BaseForm, name: str) -> forms.ModelChoiceField[Any]:
+    """The form's field ``name``, declared on its class as a model choice field."""
+    field = form.fields[name]
+    if not isinstance(field, forms.ModelChoiceField):
+        raise TypeError(f"{name} is not a model choice field")
+    return field
 
 
 class ScheduleFields(forms.Form):
@@ -72,7 +104,7 @@ class ScheduleFields(forms.Form):
 
 
 class JobForm(ScheduleFields):
-    application = forms.ModelChoiceField(queryset=BusDomain.objects.none())
+    application = TeamChoiceField(queryset=BusDomain.objects.none())
     name = forms.CharField()
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     job_type = forms.ModelChoiceField(
@@ -99,10 +131,9 @@ class JobForm(ScheduleFields):
         "on_upstream",
     ]
 
-    def __init__(self, *args, user, **kwargs):
+    def __init__(self, *args: Any, user: AnyUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["application"].queryset = developer_applications(user)
-        self.fields["application"].label_from_instance = in_team
+        _model_choices(self, "application").queryset = developer_applications(user)
 
     def clean_properties(self) -> dict:
         return parse_properties(self.cleaned_data.get("properties", ""))
@@ -110,7 +141,7 @@ class JobForm(ScheduleFields):
 
 class StepForm(forms.Form):
     name = forms.CharField()
-    kind = forms.ModelChoiceField(
+    kind = StepKindField(
         queryset=ProcessType.objects.filter(parent_process_type__isnull=False).order_by("pk"),
         label="kind",
     )
@@ -119,7 +150,7 @@ class StepForm(forms.Form):
         label="next steps",
         help_text="names, comma separated; blank: the next step in the list",
     )
-    upstream = forms.ModelMultipleChoiceField(
+    upstream = TeamMultipleChoiceField(
         queryset=Process.objects.none(), required=False, label="upstream jobs"
     )
     batch_cut_pattern = forms.CharField(required=False)
@@ -127,15 +158,13 @@ class StepForm(forms.Form):
         required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text=PROPERTIES_HELP
     )
 
-    def __init__(self, *args, user, **kwargs):
+    def __init__(self, *args: Any, user: AnyUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["kind"].label_from_instance = lambda t: f"{t.name} ({t.job_kind})"
-        self.fields["upstream"].queryset = (
+        _model_choices(self, "upstream").queryset = (
             scope(user, Process.objects.filter(parent__isnull=True, deleted=False))
             .select_related("bus_domain__team")
             .order_by("name")
         )
-        self.fields["upstream"].label_from_instance = in_team
 
     def clean_properties(self) -> dict:
         return parse_properties(self.cleaned_data.get("properties", ""))
@@ -161,7 +190,10 @@ class BaseStepFormSet(forms.BaseFormSet):
 
 
 # Two rows to fill, none required: "at least one step" is the registry's to say.
-StepFormSet = formset_factory(StepForm, formset=BaseStepFormSet, extra=2)
+# formset_factory makes a subclass of ``formset``; its stub types it as the plain BaseFormSet.
+StepFormSet = cast(
+    "type[BaseStepFormSet]", formset_factory(StepForm, formset=BaseStepFormSet, extra=2)
+)
 
 
 STEP_FIELDS = {
@@ -192,8 +224,8 @@ def place_errors(error: ValidationError, job_form: forms.Form, steps: list[StepF
 
 
 class FromTemplateForm(ScheduleFields):
-    template = forms.ModelChoiceField(queryset=ProcessTemplate.objects.none())
-    application = forms.ModelChoiceField(queryset=BusDomain.objects.none())
+    template = TeamChoiceField(queryset=ProcessTemplate.objects.none())
+    application = TeamChoiceField(queryset=BusDomain.objects.none())
     name = forms.CharField()
     properties = forms.CharField(
         required=False,
@@ -203,16 +235,14 @@ class FromTemplateForm(ScheduleFields):
 
     field_order = ["template", "application", "name", "properties"]
 
-    def __init__(self, *args, user, **kwargs):
+    def __init__(self, *args: Any, user: AnyUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["template"].queryset = (
+        _model_choices(self, "template").queryset = (
             scope(user, ProcessTemplate.objects.filter(parent__isnull=True, deleted=False))
             .select_related("bus_domain__team")
             .order_by("name")
         )
-        self.fields["template"].label_from_instance = in_team
-        self.fields["application"].queryset = developer_applications(user)
-        self.fields["application"].label_from_instance = in_team
+        _model_choices(self, "application").queryset = developer_applications(user)
 
     def clean_properties(self) -> dict:
         """``step.group.key`` lines become the registry's ``"step.group"`` groups."""

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from batches import markings
@@ -99,6 +99,7 @@ def _lock_step(sub_process_id: int) -> tuple[Process, Process]:
     )
     if step is None:
         raise BdreError(Code.INVALID_SUB_PROCESS, f"{sub_process_id} is not a live step")
+    assert step.parent_id is not None  # filtered on parent__isnull=False
     job = Process.objects.select_for_update().get(pk=step.parent_id)
     return job, step
 
@@ -143,7 +144,7 @@ def _finish(run: InstanceExec, state: ExecState, now: datetime, error: str = "")
         raise BdreError(Code.LEASE_LOST, f"run {run.pk} is no longer running")
 
 
-def _run_rows(run: InstanceExec):
+def _run_rows(run: InstanceExec) -> QuerySet[BatchConsumpQueue]:
     """The live rows a job run claimed (dead letters excluded). A target batch is created by
     one job's run and kept by its re-runs, so its id alone selects them, on its own index."""
     return Queue.objects.filter(target_batch_id=run.target_batch_id).exclude(
@@ -151,7 +152,7 @@ def _run_rows(run: InstanceExec):
     )
 
 
-def _step_rows(run: InstanceExec, step_id: int):
+def _step_rows(run: InstanceExec, step_id: int) -> QuerySet[BatchConsumpQueue]:
     return _run_rows(run).filter(process_id=step_id)
 
 
@@ -331,6 +332,7 @@ def _reopen_target_batch(run: InstanceExec, steps: list[Process], now: datetime)
     an attempt, and those of the steps it does not skip are ACCESSED again. Returns the
     steps it skips (they succeeded for this batch before)."""
     target_id = run.target_batch_id
+    assert target_id is not None  # a re-run starts with its failed run's target batch
     Batch.objects.filter(pk=target_id).update(source_instance_exec=run)
     skipped = _recovered_steps(steps, target_id)
     rebuilt = Queue.objects.filter(
@@ -530,11 +532,13 @@ def halt_job(
         )
     # An ingesting job hands each file downstream as a batch of its own when it registers
     # it; its run's target batch carries nothing and is not queued.
-    if not job.steps.filter(deleted=False, process_type__job_kind="ingest.scan").exists():
-        batch_queue.enqueue_for_downstream(
-            job=job, batch_id=run.target_batch_id, batch_marking=batch_marking, now=now
-        )
-    batch_queue.archive(target_batch_id=run.target_batch_id, now=now)
+    target_id = run.target_batch_id
+    if target_id is not None:  # every run init_job started; a run without one has no rows
+        if not job.steps.filter(deleted=False, process_type__job_kind="ingest.scan").exists():
+            batch_queue.enqueue_for_downstream(
+                job=job, batch_id=target_id, batch_marking=batch_marking, now=now
+            )
+        batch_queue.archive(target_batch_id=target_id, now=now)
     _finish(run, ExecState.SUCCESS, now)
 
 

@@ -3,6 +3,8 @@ logs and servers. Mirrors BDRE's schema, with constraints BDRE left to the appli
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.contrib.auth.models import Group
 from django.core.validators import RegexValidator
 from django.db import models
@@ -259,6 +261,18 @@ class Property(models.Model):
 
     def __str__(self) -> str:
         return f"{self.process}: {self.config_group}.{self.key}"
+
+
+def grouped_properties(rows: Iterable[Property]) -> dict[str, dict[str, str]]:
+    """``{config_group: {key: value}}``: how the registry, the step kinds and the location
+    checks read a process's properties. The ``schedule`` group is left out: it is the
+    schedule section's, not a property a step reads."""
+    grouped: dict[str, dict[str, str]] = {}
+    for row in rows:
+        if row.config_group == "schedule":
+            continue
+        grouped.setdefault(row.config_group, {})[row.key] = row.value
+    return grouped
 
 
 class InstanceExec(models.Model):

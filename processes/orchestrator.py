@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -234,6 +235,9 @@ def execute_step(
     run = InstanceExec.objects.filter(pk=job_run_id).first()
     if run is None or run.exec_state_id != ExecState.RUNNING:
         return StepOutcome(step_id, "skipped", error="the job run is not running")
+    target_batch_id = run.target_batch_id
+    if target_batch_id is None:  # a step's run, not a job's: init_job gives each its batch
+        return StepOutcome(step_id, "skipped", error=f"run {job_run_id} is not a job's run")
     if InstanceExec.objects.filter(
         parent_id=job_run_id, process_id=step_id, exec_state_id=ExecState.SUCCESS
     ).exists():
@@ -244,12 +248,12 @@ def execute_step(
         if exc.code in (Code.SUB_PROCESS_ALREADY_RUNNING, Code.LEASE_LOST, Code.PARENT_NOT_RUNNING):
             return StepOutcome(step_id, "skipped", error=exc.message)
         raise
-    batches = lifecycle.step_batches(run.target_batch_id, step)
+    batches = lifecycle.step_batches(target_batch_id, step)
     context = jobs.JobContext(
         step=step,
         job_run_id=job_run_id,
         step_run_id=step_run,
-        target_batch_id=run.target_batch_id,
+        target_batch_id=target_batch_id,
         batch_ids=batches.batch_ids,
         files=batches.files,
         options=options or {},
@@ -275,10 +279,13 @@ def execute_step(
 
 
 def _fail(step: Process, step_run: int, job_run_id: int, error: str) -> None:
-    for call in (
+    job_id = step.parent_id
+    assert job_id is not None  # a step that ran (init_step) is a job's step
+    calls: list[Callable[[], None]] = [
         lambda: lifecycle.term_step(step.pk, error, instance_exec_id=step_run),
-        lambda: lifecycle.term_job(step.parent_id, error, instance_exec_id=job_run_id),
-    ):
+        lambda: lifecycle.term_job(job_id, error, instance_exec_id=job_run_id),
+    ]
+    for call in calls:
         try:
             call()
         except BdreError as exc:  # already terminated (by a user or the reaper)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
@@ -30,7 +32,7 @@ class RunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = InstanceExec
-        fields = (
+        fields: tuple[str, ...] = (
             "id",
             "process",
             "parent",
@@ -325,7 +327,9 @@ class ProcessSerializer(serializers.ModelSerializer):
     which checks the rules of the registry and answers each broken one on its field."""
 
     bus_domain = ScopedRelatedField(queryset=BusDomain.objects.all())
-    parent = ScopedRelatedField(
+    # The serializer's metaclass moves declared fields off the class: this does not replace
+    # Field.parent (the stub sees a class attribute of another type).
+    parent = ScopedRelatedField(  # type: ignore[assignment]
         queryset=Process.objects.filter(deleted=False), required=False, allow_null=True
     )
     enqueuing_processes = ScopedRelatedField(
@@ -340,7 +344,7 @@ class ProcessSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Process
-        fields = (
+        fields: tuple[str, ...] = (
             "id",
             "name",
             "description",
@@ -366,7 +370,7 @@ class ProcessSerializer(serializers.ModelSerializer):
         data = self.validated_data
         current = self.instance
 
-        def value(name: str, default: object) -> object:
+        def value(name: str, default: Any) -> Any:
             if name in data:
                 return data[name]
             return getattr(current, name) if current is not None else default
@@ -398,7 +402,8 @@ class ProcessDetailSerializer(ProcessSerializer):
     def get_steps(self, process: Process) -> list[dict]:
         if not process.is_job:
             return []
-        return BriefStepSerializer(steps_in_order(process), many=True).data
+        # many=True makes a ListSerializer, whose data is a list; the stubs miss that.
+        return BriefStepSerializer(steps_in_order(process), many=True).data  # type: ignore[return-value]
 
     @extend_schema_field(ScheduleSerializer(allow_null=True))
     def get_schedule(self, process: Process) -> dict | None:
@@ -592,7 +597,7 @@ class ServerSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Server
-        fields = (
+        fields: tuple[str, ...] = (
             "id",
             "team",
             "server_type",
@@ -669,7 +674,8 @@ class RunDetailSerializer(RunSerializer):
     @extend_schema_field(RunSerializer(many=True))
     def get_steps(self, run: InstanceExec) -> list[dict]:
         children = run.step_runs.select_related("exec_state").order_by("id")
-        return RunSerializer(children, many=True).data
+        # many=True makes a ListSerializer, whose data is a list; the stubs miss that.
+        return RunSerializer(children, many=True).data  # type: ignore[return-value]
 
 
 class LogSerializer(serializers.ModelSerializer):

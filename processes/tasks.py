@@ -81,11 +81,12 @@ def _dispatch(job_run_id: int, step_ids: list[int]) -> None:
     limits = {"soft_time_limit": limit, "time_limit": limit + 30} if limit else {}
     for step in Process.objects.select_related("process_type").filter(pk__in=step_ids):
         queue = orchestrator.queue_of(step)
-        transaction.on_commit(
-            lambda step_id=step.pk, queue=queue: run_step.apply_async(
-                (job_run_id, step_id), queue=queue, **limits
-            )
-        )
+
+        # The defaults bind each step's own id and queue now, not the loop's last.
+        def send(step_id: int = step.pk, queue: str = queue) -> None:
+            run_step.apply_async((job_run_id, step_id), queue=queue, **limits)
+
+        transaction.on_commit(send)
 
 
 def enqueue_run(job_id: int, max_batch: int | None = None) -> None:

@@ -6,10 +6,13 @@ it runs). Each view parses, calls one service and renders; every list goes throu
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Model
+from django.forms import BaseForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
@@ -151,7 +154,13 @@ def job_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     return redirect("ui-job", pk=job.pk)
 
 
-def _run_context(request: HttpRequest, pk: int) -> dict:
+def _annotate(row: Model, **values: float) -> None:
+    """Values for the template on a row, as a queryset's ``annotate`` would set them."""
+    for name, value in values.items():
+        setattr(row, name, value)
+
+
+def _run_context(request: HttpRequest, pk: int) -> dict[str, Any]:
     run = get_object_or_404(
         scope(request.user, InstanceExec.objects.filter(parent__isnull=True)).select_related(
             "process", "exec_state", "target_batch"
@@ -168,9 +177,12 @@ def _run_context(request: HttpRequest, pk: int) -> dict:
     span = max((last - first).total_seconds(), 1.0)
     for step in steps:
         end = step.end_ts or last
-        step.offset_pct = 100 * (step.start_ts - first).total_seconds() / span
-        step.width_pct = max(100 * (end - step.start_ts).total_seconds() / span, 0.8)
-        step.seconds = (end - step.start_ts).total_seconds()
+        _annotate(
+            step,
+            offset_pct=100 * (step.start_ts - first).total_seconds() / span,
+            width_pct=max(100 * (end - step.start_ts).total_seconds() / span, 0.8),
+            seconds=(end - step.start_ts).total_seconds(),
+        )
     logs = ProcessLog.objects.filter(instance_exec__in=[run, *steps]).order_by("id")[:200]
     return {
         "run": run,
@@ -195,7 +207,7 @@ def run_live(request: HttpRequest, pk: int) -> HttpResponse:
 # --- registration ------------------------------------------------------------------------------
 
 
-def _step_formset(request: HttpRequest) -> forms.StepFormSet:
+def _step_formset(request: HttpRequest) -> forms.BaseStepFormSet:
     if request.method != "POST":
         return forms.StepFormSet(prefix="step", form_kwargs={"user": request.user})
     data = request.POST.copy()
@@ -276,9 +288,12 @@ def template_list(request: HttpRequest) -> HttpResponse:
     return render(request, "processes/templates.html", {"rows": rows})
 
 
-def _say_errors(request: HttpRequest, form) -> None:
+def _say_errors(request: HttpRequest, form: BaseForm) -> None:
     """A form posted from the job page: its errors come back there as a message."""
-    messages.error(request, " ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+    # An ErrorList iterates as its messages' text (its stub's element type is wider).
+    messages.error(
+        request, " ".join(f"{k}: {' '.join(map(str, v))}" for k, v in form.errors.items())
+    )
 
 
 @login_required
@@ -326,5 +341,5 @@ def schedule_edit(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             messages.success(request, f"The schedule of {job.name} is saved.")
     else:
-        messages.error(request, " ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        _say_errors(request, form)
     return redirect("ui-job", pk=job.pk)

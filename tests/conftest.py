@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import pytest
 from django.contrib.auth.models import Group
+from django.urls import reverse
 
 from bdre.models import Role
 from processes.models import BusDomain, Process
@@ -40,7 +41,8 @@ class Team:
 # without its fixture carries the marker itself (`pytestmark`, or a decorator).
 MARKER_FIXTURES = {
     "spark": {"spark"},  # the session's SparkSession
-    "worker": {"worker"},  # real Celery worker processes (tests/processes/test_tasks.py, ui)
+    # real Celery worker processes (tests/processes/test_tasks.py, test_orchestrator.py, ui)
+    "worker": {"worker"},
     "browser": {"browser"},  # Playwright's Chromium (tests/ui/test_browser.py)
 }
 
@@ -201,3 +203,20 @@ def make_job(team):
         )
 
     return make
+
+
+# --- the admin (tests/<app>/test_admin.py) -------------------------------------------------
+
+
+def url(model, action: str, *args: object) -> str:
+    """The admin page ``action`` ("changelist", "change", "add") of ``model``."""
+    return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_{action}", args=args)
+
+
+def action(client, model, name: str, *pks: int):
+    """Run the admin action ``name`` on the rows ``pks`` of ``model``'s changelist."""
+    return client.post(
+        url(model, "changelist"),
+        {"action": name, "_selected_action": [str(pk) for pk in pks]},
+        follow=True,
+    )

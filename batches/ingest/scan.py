@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from batches import queue
 from batches.ingest.storage import PAGE_SIZE, ObjectInfo, Storage, StorageError, open_storage
-from batches.locations import UNSAFE, LocationRefused, TeamStorage
+from batches.locations import UNSAFE, LocationRefused, TeamStorage, scan_server
 from batches.models import File, ScanState
 from processes.models import Process, Property, Server
 from processes.steplog import StepLogger
@@ -46,23 +46,6 @@ OVERWRITE_CHOICES = ("ignore", "reprocess")
 
 class ScanConfigError(ValueError):
     """A scan property is missing or invalid; the message names it."""
-
-
-def scan_server(storage: TeamStorage, props: Mapping[str, str]) -> Server | None:
-    """The server a scan lists its location with (credentials, endpoint): ``scan.server`` if
-    named, else the granted server whose root holds the location; None inside the team's
-    own folders. The location must lie inside the team's roots (inside the named server's
-    root). The endpoint is the server's, never a step's: a step's endpoint would send the
-    server's signed requests wherever it said."""
-    if props.get("endpoint_url"):
-        raise LocationRefused(
-            "scan.endpoint_url is not a step's to set: the endpoint is the granted server's "
-            "(its metainfo endpoint_url=...), which an installation superuser sets"
-        )
-    server = storage.server(props["server"]) if props.get("server") else None
-    # The location is kept as written: the scan state (and its marker) is keyed by it.
-    storage.check(props["location"], server=server)
-    return server or storage.server_for(props["location"])
 
 
 @dataclass
@@ -315,7 +298,7 @@ class _Scanner:
         """The registrations of the team's files at these paths: (hash, size, time) each."""
         known: dict[str, list[_Registered]] = {}
         for path, file_hash, size, created in File.objects.filter(
-            team_id=self.job.bus_domain.team_id, server_id=self.server_id, path__in=list(uris)
+            team_id=self.job.bus_domain.team_id, server=self.server_id, path__in=list(uris)
         ).values_list("path", "file_hash", "file_size", "creation_ts"):
             known.setdefault(path, []).append((file_hash, size, created))
         return known

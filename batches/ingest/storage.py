@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
 
 PAGE_SIZE = 1000
@@ -37,8 +37,10 @@ class ListingStats:
 
 
 class Storage(Protocol):
-    uri: str
     stats: ListingStats
+
+    @property
+    def uri(self) -> str: ...
 
     def pages(
         self, start_after: str = "", page_size: int = PAGE_SIZE
@@ -114,7 +116,7 @@ class LocalStorage:
 class S3Storage:
     bucket: str
     prefix: str
-    client: object
+    client: Any  # a boto3 S3 client (boto3 ships no types)
     stats: ListingStats = field(default_factory=ListingStats)
 
     @property
@@ -129,7 +131,11 @@ class S3Storage:
     ) -> Iterator[list[ObjectInfo]]:
         from botocore.exceptions import BotoCoreError, ClientError
 
-        kwargs = {"Bucket": self.bucket, "Prefix": self.prefix, "MaxKeys": page_size}
+        kwargs: dict[str, Any] = {
+            "Bucket": self.bucket,
+            "Prefix": self.prefix,
+            "MaxKeys": page_size,
+        }
         if start_after:
             kwargs["StartAfter"] = self.prefix + start_after
         while True:
@@ -165,7 +171,7 @@ def s3_client(
     region: str | None = None,
     access_key: str | None = None,
     secret_key: str | None = None,
-):
+) -> Any:
     import boto3
     from botocore.config import Config
 
@@ -184,7 +190,7 @@ def s3_client(
     )
 
 
-def open_storage(location: str, *, client=None, **s3_options: str | None) -> Storage:
+def open_storage(location: str, *, client: Any = None, **s3_options: str | None) -> Storage:
     """``file:///abs/dir`` or ``s3://bucket/prefix``."""
     parsed = urlparse(location)
     if parsed.scheme == "file":

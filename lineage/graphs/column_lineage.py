@@ -99,7 +99,7 @@ def _lineage_graph(
     kind: str,
     title: str,
     start: list[LineageNode],
-    relations,
+    relations: QuerySet[LineageRelation],
     depth: int,
     focus: set[int],
     nodes: QuerySet[LineageNode] | None,

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 Node = Hashable
+# node -> the nodes its edges reach in the next layer (or in the previous one)
+Links = Mapping[Node, list[Node]]
 
 LAYER_GAP = 70  # horizontal space between the widest nodes of two layers
 NODE_GAP = 18  # vertical space between two nodes of a layer
@@ -53,7 +55,7 @@ class _Dummy:
     layer: int
 
 
-def _acyclic(nodes: list[Node], edges: list[tuple[Node, Node]]) -> set[int]:
+def _acyclic(nodes: list[Node], edges: Sequence[tuple[Node, Node]]) -> set[int]:
     """The edges to reverse so that the graph has no cycle (the back edges of a DFS in the
     nodes' order, which is stable from one drawing to the next)."""
     out: dict[Node, list[tuple[int, Node]]] = defaultdict(list)
@@ -108,7 +110,7 @@ def _layers(nodes: list[Node], edges: list[tuple[Node, Node]]) -> dict[Node, int
     return layer
 
 
-def _crossings_between(upper: list[Node], lower_pos: dict[Node, int], links) -> int:
+def _crossings_between(upper: list[Node], lower_pos: dict[Node, int], links: Links) -> int:
     pairs = sorted(
         (i, lower_pos[b]) for i, a in enumerate(upper) for b in links.get(a, ()) if b in lower_pos
     )
@@ -120,7 +122,7 @@ def _crossings_between(upper: list[Node], lower_pos: dict[Node, int], links) -> 
     return count
 
 
-def count_crossings(layers: list[list[Node]], links: dict[Node, list[Node]]) -> int:
+def count_crossings(layers: list[list[Node]], links: Links) -> int:
     """Edge crossings between each pair of neighbouring layers."""
     total = 0
     for upper, lower in itertools.pairwise(layers):
@@ -128,7 +130,9 @@ def count_crossings(layers: list[list[Node]], links: dict[Node, list[Node]]) -> 
     return total
 
 
-def _barycentre_sweep(layers, links_down, links_up, downward: bool) -> None:
+def _barycentre_sweep(
+    layers: list[list[Node]], links_down: Links, links_up: Links, downward: bool
+) -> None:
     indices = range(1, len(layers)) if downward else range(len(layers) - 2, -1, -1)
     for li in indices:
         fixed = layers[li - 1] if downward else layers[li + 1]
@@ -136,14 +140,19 @@ def _barycentre_sweep(layers, links_down, links_up, downward: bool) -> None:
         neighbours = links_up if downward else links_down
         current = {n: i for i, n in enumerate(layers[li])}
 
-        def key(node, pos=pos, neighbours=neighbours, current=current):
+        def key(
+            node: Node,
+            pos: dict[Node, int] = pos,
+            neighbours: Links = neighbours,
+            current: dict[Node, int] = current,
+        ) -> float:
             linked = [pos[m] for m in neighbours.get(node, ()) if m in pos]
             return (sum(linked) / len(linked)) if linked else current[node]
 
         layers[li].sort(key=key)
 
 
-def _transpose(layers, links_down, links_up) -> None:
+def _transpose(layers: list[list[Node]], links_down: Links, links_up: Links) -> None:
     """Swap neighbours of a layer while that removes crossings."""
     improved = True
     rounds = 0
@@ -159,7 +168,7 @@ def _transpose(layers, links_down, links_up) -> None:
                     layer[i], layer[i + 1] = layer[i + 1], layer[i]
 
 
-def _local_crossings(layers, li, links_down) -> int:
+def _local_crossings(layers: list[list[Node]], li: int, links_down: Links) -> int:
     total = 0
     if li > 0:
         total += _crossings_between(
@@ -172,7 +181,7 @@ def _local_crossings(layers, li, links_down) -> int:
     return total
 
 
-def _order(layers: list[list[Node]], links_down, links_up) -> list[list[Node]]:
+def _order(layers: list[list[Node]], links_down: Links, links_up: Links) -> list[list[Node]]:
     best = [list(layer) for layer in layers]
     best_count = count_crossings(best, links_down)
     for sweep in range(SWEEPS):
@@ -186,7 +195,9 @@ def _order(layers: list[list[Node]], links_down, links_up) -> list[list[Node]]:
     return best
 
 
-def _place_vertically(layers, heights, links_down, links_up) -> dict[Node, float]:
+def _place_vertically(
+    layers: list[list[Node]], heights: Mapping[Node, float], links_down: Links, links_up: Links
+) -> dict[Node, float]:
     """Tops of the nodes: each layer packed in its order, then nodes pulled towards the
     middle of their neighbours (alternately left and right) without overlapping."""
     top: dict[Node, float] = {}
@@ -196,14 +207,15 @@ def _place_vertically(layers, heights, links_down, links_up) -> dict[Node, float
             top[node] = y
             y += heights[node] + NODE_GAP
 
-    def pull(layer, neighbours) -> None:
-        wanted = {}
+    def pull(layer: list[Node], neighbours: Links) -> None:
+        wanted: dict[Node, float] = {}
         for node in layer:
             mids = [top[m] + heights[m] / 2 for m in neighbours.get(node, ()) if m in top]
             wanted[node] = (sum(mids) / len(mids) - heights[node] / 2) if mids else top[node]
         # Pool adjacent violators: nodes that would overlap move as one block, placed at the
         # mean of what its members want; the layer's order never changes.
-        blocks: list[tuple[list, list[float], float, float]] = []  # members, offsets, top, height
+        # members, offsets, top, height
+        blocks: list[tuple[list[Node], list[float], float, float]] = []
         for node in layer:
             members, offsets, start, size = [node], [0.0], wanted[node], heights[node]
             while blocks and blocks[-1][2] + blocks[-1][3] + NODE_GAP > start:
@@ -231,8 +243,8 @@ def _place_vertically(layers, heights, links_down, links_up) -> dict[Node, float
 
 def layout(
     nodes: Iterable[Node],
-    edges: list[tuple[Node, Node]],
-    sizes: dict[Node, tuple[float, float]],
+    edges: Sequence[tuple[Node, Node]],
+    sizes: Mapping[Node, tuple[float, float]],
 ) -> Layout:
     """Positions of ``nodes`` (of the given width and height) and routes of ``edges``."""
     order = list(dict.fromkeys(nodes))
@@ -249,10 +261,10 @@ def layout(
         if a == b:
             continue
         chain: list[Node] = [a]
-        for layer in range(layer_of[a] + 1, layer_of[b]):
-            dummy = _Dummy(i, layer)
-            all_layer[dummy] = layer
-            chain.append(dummy)
+        for crossed in range(layer_of[a] + 1, layer_of[b]):
+            point = _Dummy(i, crossed)
+            all_layer[point] = crossed
+            chain.append(point)
         chain.append(b)
         chains[i] = chain
         for u, v in itertools.pairwise(chain):
@@ -277,7 +289,7 @@ def layout(
         lefts.append(x)
         x += max((widths[n] for n in layer), default=0.0) + LAYER_GAP
     placed: dict[Node, Placed] = {}
-    dummy_at: dict[_Dummy, tuple[float, float]] = {}
+    dummy_at: dict[Node, tuple[float, float]] = {}
     for li, layer in enumerate(layers):
         column = max((widths[n] for n in layer), default=0.0)
         for node in layer:

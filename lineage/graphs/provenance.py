@@ -97,7 +97,7 @@ def _infos(batch_ids: Iterable[int]) -> dict[int, BatchInfo]:
     infos = {
         b.pk: BatchInfo(
             b.pk,
-            b.source_instance_exec.process.name if b.source_instance_exec_id else None,
+            b.source_instance_exec.process.name if b.source_instance_exec is not None else None,
             b.source_instance_exec_id,
         )
         for b in Batch.objects.filter(pk__in=ids).select_related("source_instance_exec__process")

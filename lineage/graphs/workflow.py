@@ -23,8 +23,8 @@ def workflow_graph(job: Process) -> Graph:
     step_runs: dict[int, InstanceExec] = {}
     skipped: set[int] = set()
     if last is not None:
-        for run in InstanceExec.objects.filter(parent=last).order_by("id"):
-            step_runs[run.process_id] = run  # the latest attempt of each step
+        for attempt in InstanceExec.objects.filter(parent=last).order_by("id"):
+            step_runs[attempt.process_id] = attempt  # the latest attempt of each step
         skipped = set(last.plan.get("skipped", []))
     steps = steps_in_order(job)
     for step in steps:

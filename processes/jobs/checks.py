@@ -8,13 +8,12 @@ from collections.abc import Mapping
 
 from django.conf import settings
 
-from batches.ingest.scan import scan_server
-from batches.locations import LocationRefused, TeamStorage
+from batches.locations import LocationRefused, TeamStorage, check_step_locations
 from batches.tables import TableNotWritable, check_name, split_name
 from processes.jobs import JobContext
 from processes.jobs.python_callable import RefusedCallable, resolve
 from processes.jobs.sql_guard import RefusedStatement, check_query
-from processes.models import Property
+from processes.models import Property, grouped_properties
 
 
 class RefusedManifestName(ValueError):
@@ -64,7 +63,8 @@ def check_step_properties(
     ``callable.path`` of ``python.callable`` outside ``BDRE_CALLABLES`` or naming no
     function, a table a Spark kind writes whose name is no plain identifier
     (``../../etc.x``), a location outside the team's storage roots (batches.locations)."""
-    check_locations(kind, properties, TeamStorage(team_id))
+    check_step_locations(kind, properties, TeamStorage(team_id))
+    check_export_driver(kind, properties)
     if kind == "spark.sql":
         query = properties.get("sql", {}).get("query")
         if query:
@@ -83,27 +83,16 @@ def check_step_properties(
             check_name(*split_name(str(value)) if qualified else (str(value), "t"))
 
 
-def check_locations(
-    kind: str, properties: Mapping[str, Mapping[str, object]], storage: TeamStorage
-) -> None:
-    """The locations a step of ``kind`` names (``batches.locations.LOCATION_PROPERTIES``):
-    a scan's location and server, an export's folder, database and driver."""
-    if kind == "ingest.scan":
-        scan = {key: str(value) for key, value in properties.get("scan", {}).items()}
-        if scan.get("location") or scan.get("endpoint_url"):
-            scan_server(storage, {"location": "", **scan})
-    elif kind == "spark.export":
-        export = {key: str(value) for key, value in properties.get("export", {}).items()}
-        for key in ("location", "jdbc_url"):
-            if export.get(key):
-                storage.check(export[key])
-        driver = export.get("jdbc_driver")
-        # Spark loads the class by its name, which runs its static code: drivers only.
-        if driver and driver not in settings.BDRE_JDBC_DRIVERS:
-            raise RefusedDriver(
-                f"export.jdbc_driver {driver!r} is not one of BDRE_JDBC_DRIVERS: "
-                f"{', '.join(settings.BDRE_JDBC_DRIVERS)}"
-            )
+def check_export_driver(kind: str, properties: Mapping[str, Mapping[str, object]]) -> None:
+    """An export's ``jdbc_driver`` must be one of ``BDRE_JDBC_DRIVERS``: Spark loads the class
+    by its name, which runs its static code."""
+    value = properties.get("export", {}).get("jdbc_driver") if kind == "spark.export" else None
+    driver = "" if value is None else str(value)
+    if driver and driver not in settings.BDRE_JDBC_DRIVERS:
+        raise RefusedDriver(
+            f"export.jdbc_driver {driver!r} is not one of BDRE_JDBC_DRIVERS: "
+            f"{', '.join(settings.BDRE_JDBC_DRIVERS)}"
+        )
 
 
 def check_step_run(context: JobContext) -> None:
@@ -113,13 +102,11 @@ def check_step_run(context: JobContext) -> None:
     callables and table names themselves when they run.)"""
     step = context.step
     storage = TeamStorage(step.bus_domain.team_id)
-    properties: dict[str, dict[str, str]] = {}
-    for group, key, value in Property.objects.filter(process=step).values_list(
-        "config_group", "key", "value"
-    ):
-        properties.setdefault(group, {})[key] = value
+    kind = step.process_type.job_kind
+    properties = grouped_properties(Property.objects.filter(process=step))
     try:
-        check_locations(step.process_type.job_kind, properties, storage)
+        check_step_locations(kind, properties, storage)
+        check_export_driver(kind, properties)
         for file in context.files:
             server = storage.servers.get(file.server_id) if file.server_id else None
             if file.server_id and server is None:

@@ -143,6 +143,7 @@ class ParquetManifest:
         self.spark, self.ttl_days = spark, ttl_days
         self.root = str(root or settings.BDRE_WAREHOUSE / "manifests" / name)
         jvm = spark._jvm
+        assert jvm is not None  # a classic (JVM) session, as get_spark makes
         self._Path = jvm.org.apache.hadoop.fs.Path
         self.fs = self._Path(self.root).getFileSystem(spark._jsc.hadoopConfiguration())
 
@@ -177,7 +178,9 @@ class ParquetManifest:
             recorded = (
                 self.spark.read.schema(FILE_SCHEMA).option("basePath", self.root).parquet(*live)
             )
-            first = recorded.filter(F.col("run_id") == run_id).agg(F.min("first_seen")).first()[0]
+            totals = recorded.filter(F.col("run_id") == run_id).agg(F.min("first_seen")).first()
+            assert totals is not None  # an aggregate without groups has exactly one row
+            first = totals[0]
             earlier = (
                 F.lit(True)
                 if first is None

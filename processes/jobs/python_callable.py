@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from django.conf import settings
 from django.utils.module_loading import import_string
@@ -32,7 +33,7 @@ def is_allowed(path: str, prefixes: Sequence[str]) -> bool:
     return any(path == prefix or path.startswith(prefix + ".") for prefix in prefixes if prefix)
 
 
-def resolve(path: str, prefixes: Sequence[str] | None = None) -> Callable:
+def resolve(path: str, prefixes: Sequence[str] | None = None) -> Callable[..., Any]:
     """The function ``path`` names, or :class:`RefusedCallable`: outside the allowed prefixes,
     not importable, not callable, or defined elsewhere and only imported under a prefix (a
     module that does ``from os import system`` must not allow ``module.system``)."""
@@ -45,7 +46,7 @@ def resolve(path: str, prefixes: Sequence[str] | None = None) -> Callable:
             f"paths under {allowed} (BDRE_CALLABLES)"
         )
     try:
-        function = import_string(path)
+        function: object = import_string(path)
     except Exception as exc:
         raise RefusedCallable(f"callable {path!r} cannot be imported: {exc}") from exc
     if not callable(function):

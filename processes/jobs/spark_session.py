@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 _lock = threading.Lock()
-_session = None
+_session: SparkSession | None = None
 
 # Spark's own half of the Spark SQL sandbox (docs/security.md), behind
 # ``processes.jobs.sql_guard``: a statement the guard let through still cannot read files by
@@ -27,7 +31,7 @@ SANDBOX_CONF = {
 }
 
 
-def get_spark():
+def get_spark() -> SparkSession:
     """The process's SparkSession (``SPARK_MASTER``, warehouse under ``BDRE_WAREHOUSE``, UI
     off unless ``SPARK_UI=true``, shuffle partitions sized for the machine, the sandbox's
     settings)."""

@@ -76,6 +76,7 @@ def _uncompressed_cache(spark: SparkSession) -> Iterator[None]:
     action runs and is put back after."""
     key = "spark.sql.inMemoryColumnarStorage.compressed"
     before = spark.conf.get(key)
+    assert before is not None  # a setting with a default: Spark always has a value
     spark.conf.set(key, "false")
     try:
         yield
@@ -98,6 +99,7 @@ def _shred_and_dedupe(
     totals = keyed.agg(
         F.count(F.lit(1)).alias("lines"), F.count_if(~F.col("_good")).alias("bad")
     ).first()
+    assert totals is not None  # an aggregate without groups has exactly one row
     clock.lap("read and key the lines")
     good = shred.good_lines(keyed)
     in_batch = enabled["in_batch_natural"] or enabled["in_batch_synthetic"]
@@ -108,7 +110,7 @@ def _shred_and_dedupe(
     # Cached but not counted: the manifest's check or the decisions fill it as they go.
     repeated = shred.repeated_ids(good).cache() if in_batch else no_ids
     seen = spark.createDataFrame([], "event_hash long, pair_hash long, earlier boolean")
-    if cross_batch:
+    if cross_batch and manifest is not None:  # cross_batch implies a manifest
         pairs = good.select(shred.ROW, *shred.KEYS, *shred.HASHES)
         if enabled["in_batch_natural"]:
             natural = shred.in_batch_natural_losers(shred.with_ids(good, repeated))
@@ -129,6 +131,7 @@ def _shred_and_dedupe(
         F.count_if(F.col("_drop").isNull() & F.col("_synthetic_in_batch")).alias(STRATEGIES[2]),
         F.count_if(F.col("_drop").isNull() & F.col("_synthetic_cross_batch")).alias(STRATEGIES[3]),
     ).first()
+    assert counts is not None  # an aggregate without groups has exactly one row
     clock.lap("decisions and counts")
     counters: Counters = {f"dup_{s}": int(counts[s] or 0) for s in STRATEGIES}
     counters["bad_rows"] = int(totals["bad"])
@@ -155,7 +158,7 @@ class Clock:
 
 
 def manifest_of(
-    spark, dedup: dict[str, str], enabled: dict[str, bool], team_id: int
+    spark: SparkSession, dedup: dict[str, str], enabled: dict[str, bool], team_id: int
 ) -> Manifest | None:
     if not (enabled["cross_batch_natural"] or enabled["cross_batch_synthetic"]):
         return None
@@ -214,6 +217,7 @@ def spark_shred(context: JobContext) -> Counters:
         F.count_if(F.col("_reason").isNull()).alias("good"),
         F.count_if(F.col("_reason").isNotNull()).alias("bad"),
     ).first()
+    assert tally is not None  # an aggregate without groups has exactly one row
     counters["entities_out"], counters["bad_entities"] = int(tally["good"]), int(tally["bad"])
     # Written when empty too: a registered table is readable at any time.
     write_batch(

@@ -18,6 +18,7 @@ checked before anything else, and a refused one fails the run with the reason.
 
 from __future__ import annotations
 
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from batches import tables
@@ -62,8 +63,7 @@ def register_tables(spark: SparkSession, team_id: int) -> list[str]:
 def not_readable(exc: Exception, team_id: int) -> tables.TableNotReadable | None:
     """Spark's "table not found" as the error a step gets for a table its team may not read
     (the name, and what it may read); None for any other error."""
-    condition = getattr(exc, "getCondition", lambda: None)()
-    if condition != "TABLE_OR_VIEW_NOT_FOUND":
+    if not isinstance(exc, PySparkException) or exc.getCondition() != "TABLE_OR_VIEW_NOT_FOUND":
         return None
     relation = (exc.getMessageParameters() or {}).get("relationName", "")
     name = relation.replace("`", "")
@@ -77,9 +77,9 @@ def not_readable(exc: Exception, team_id: int) -> tables.TableNotReadable | None
     return None
 
 
-def table_schemas(spark: SparkSession, names: list[str]) -> dict[str, dict[str, dict]]:
+def table_schemas(spark: SparkSession, names: list[str]) -> dict[str, dict[str, dict[str, str]]]:
     """``{db: {table: {column: type}}}`` of registered tables, as Spark reads them."""
-    schema: dict[str, dict[str, dict]] = {}
+    schema: dict[str, dict[str, dict[str, str]]] = {}
     for name in names:
         database, _, table = name.partition(".")
         columns = {f.name: f.dataType.simpleString() for f in spark.table(name).schema.fields}

@@ -40,7 +40,6 @@ from processes.registry.properties import (
     Properties,
     check_properties,
     check_step_properties,
-    properties_of,
     set_properties,
 )
 from processes.registry.templates import (
@@ -77,7 +76,6 @@ __all__ = [
     "instantiate",
     "lock_teams",
     "move_application",
-    "properties_of",
     "register_pipeline",
     "save_template",
     "set_properties",

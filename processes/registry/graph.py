@@ -5,7 +5,7 @@ the one topological sort."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 
@@ -24,7 +24,9 @@ def check_acyclic(edges: Mapping[str, Iterable[str]]) -> None:
         raise ValidationError({"next_processes": f"The steps form a cycle: {' -> '.join(cycle)}"})
 
 
-def check_workflow(steps: Iterable[Mapping | StepSpec | TemplateStepSpec]) -> dict[str, list[str]]:
+def check_workflow(
+    steps: Iterable[Mapping[str, Any] | StepSpec | TemplateStepSpec],
+) -> dict[str, list[str]]:
     """The links between steps by name (``next`` absent or None: the next one listed);
     a ValidationError on ``next_processes`` for an unknown name or a cycle."""
     rows = [s if isinstance(s, Mapping) else vars(s) for s in steps]

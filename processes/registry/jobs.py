@@ -9,16 +9,15 @@ from dataclasses import dataclass, field
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import transaction
-from django.db.models import Model
+from django.db.models import Field, Model
 
 from bdre.errors import Conflict
-from processes.models import BusDomain, ExecState, Process, ProcessType
+from processes.models import BusDomain, ExecState, Process, ProcessType, grouped_properties
 from processes.registry.graph import check_acyclic, check_workflow
 from processes.registry.names import check_names, lock_teams
 from processes.registry.properties import (
     Properties,
     check_step_properties,
-    properties_of,
     set_properties,
 )
 from processes.workflow import NextLinks
@@ -79,16 +78,24 @@ def check_name(name: str, owner: str | None = None, model: type[Model] = Process
     """A ValidationError on ``name`` for a name the model refuses (its characters, its
     length); a step's messages say which step (``owner``)."""
     try:
-        model._meta.get_field("name").clean(name, None)
+        name_field = model._meta.get_field("name")
+        assert isinstance(name_field, Field)  # a column, not a relation
+        name_field.clean(name, None)
     except ValidationError as exc:
         prefix = f"{owner}: " if owner else ""
         raise ValidationError({"name": [prefix + m for m in exc.messages]}) from exc
 
 
-def full_clean(row: Model, owner: str | None = None, **options: bool) -> None:
+def full_clean(
+    row: Model,
+    owner: str | None = None,
+    *,
+    validate_unique: bool = True,
+    validate_constraints: bool = True,
+) -> None:
     """The model's own checks of ``row`` (name, lengths); a step's messages say which step."""
     try:
-        row.full_clean(**options)
+        row.full_clean(validate_unique=validate_unique, validate_constraints=validate_constraints)
     except ValidationError as exc:
         if owner is None:
             raise
@@ -351,7 +358,7 @@ def update_process(process_id: int, changes: ProcessChanges) -> Process:
     for step in changed:
         check_step_properties(
             step.process_type.job_kind,
-            properties_of(step.properties.all()),
+            grouped_properties(step.properties.all()),
             step.name,
             team_id=changes.bus_domain.team_id,
         )
@@ -363,7 +370,7 @@ def delete_process(process_id: int) -> None:
     """Mark a job and its steps deleted (their runs, batches and lineage stay), or a single
     step, whose predecessors are linked to its successors so the workflow stays whole."""
     process = Process.objects.select_for_update().get(pk=process_id, deleted=False)
-    job = process if process.is_job else process.parent
+    job = process.parent if process.parent is not None else process
     if job.runs.filter(exec_state_id=ExecState.RUNNING).exists():
         raise Conflict(f"{job.name} is running: terminate it first.")
     if process.is_job:

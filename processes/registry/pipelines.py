@@ -6,13 +6,14 @@ import endpoints and ``manage.py import_job`` read it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import transaction
 
 from processes import schedules
-from processes.models import BusDomain, Process, ProcessTemplate
+from processes.models import BusDomain, Process, ProcessTemplate, grouped_properties
 from processes.registry.jobs import StepSpec, create_job
-from processes.registry.properties import Properties, properties_of
+from processes.registry.properties import Properties
 from processes.workflow import predecessors, steps_in_order
 
 
@@ -55,7 +56,7 @@ def register_pipeline(spec: JobSpec, *, template: ProcessTemplate | None = None)
     return job
 
 
-def export_job(job: Process) -> dict:
+def export_job(job: Process) -> dict[str, Any]:
     """The job as a document that ``register_pipeline`` (through the API's import or
     ``manage.py import_job``) turns back into the same job: names, not ids."""
     steps = steps_in_order(job)
@@ -73,7 +74,7 @@ def export_job(job: Process) -> dict:
         "description": job.description,
         "max_retries": job.max_retries,
         "lease_seconds": job.lease_seconds,
-        "properties": properties_of(job.properties.all()),
+        "properties": grouped_properties(job.properties.all()),
         "steps": [
             {
                 "name": step.name,
@@ -85,7 +86,7 @@ def export_job(job: Process) -> dict:
                 ),
                 "batch_cut_pattern": step.batch_cut_pattern,
                 "next": after[step.pk],
-                "properties": properties_of(step.properties.all()),
+                "properties": grouped_properties(step.properties.all()),
             }
             for step in steps
         ],

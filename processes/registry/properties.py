@@ -6,13 +6,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from django.core.exceptions import ValidationError
+from django.db.models import CharField
 
 from processes.jobs import checks
 from processes.models import Process, Property
 
 Properties = Mapping[str, Mapping[str, str]]  # config_group -> key -> value
-GROUP_LENGTH = Property._meta.get_field("config_group").max_length
-KEY_LENGTH = Property._meta.get_field("key").max_length
+
+
+def _max_length(name: str) -> int:
+    field = Property._meta.get_field(name)
+    assert isinstance(field, CharField) and field.max_length is not None  # both have one
+    return field.max_length
+
+
+GROUP_LENGTH = _max_length("config_group")
+KEY_LENGTH = _max_length("key")
 
 
 def check_properties(properties: Properties, owner: str, field: str | None = "properties") -> None:
@@ -57,12 +66,3 @@ def set_properties(process: Process, properties: Properties) -> None:
             Property.objects.update_or_create(
                 process=process, config_group=group, key=key, defaults={"value": str(value)}
             )
-
-
-def properties_of(rows) -> dict[str, dict[str, str]]:
-    grouped: dict[str, dict[str, str]] = {}
-    for row in rows:
-        if row.config_group == "schedule":  # kept by the schedule section
-            continue
-        grouped.setdefault(row.config_group, {})[row.key] = row.value
-    return grouped

@@ -73,7 +73,9 @@ def save_template(spec: TemplateSpec, template_id: int | None = None) -> Process
         step_kinds[step.name] = step_type(step.process_type_id, step.name)
     clash = ProcessTemplate.objects.filter(
         bus_domain=spec.bus_domain, name=spec.name, parent=None, deleted=False
-    ).exclude(pk=template_id)
+    )
+    if template_id is not None:
+        clash = clash.exclude(pk=template_id)
     if clash.exists():
         raise ValidationError({"name": f"A template named {spec.name} exists already."})
     edges = check_workflow(spec.steps)

@@ -1,4 +1,5 @@
-"""Batches, the queue, the archive and files through REST: the filters an operator uses."""
+"""Batches, the queue, the archive and files through REST: the filters an operator uses, file
+registration, and requeue and discard, with the roles of the team."""
 
 from __future__ import annotations
 
@@ -7,9 +8,17 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from batches.models import ArchiveConsumpQueue, BatchState
+from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState, File
 from tests.api import api_as
-from tests.factories import BatchFactory, FileFactory, JobFactory, QueueRowFactory, StepFactory
+from tests.factories import (
+    BatchFactory,
+    FileFactory,
+    JobFactory,
+    QueueRowFactory,
+    StepFactory,
+    grant_root,
+)
+from tests.processes.test_api_lifecycle import error, post, register
 
 pytestmark = pytest.mark.django_db
 
@@ -106,3 +115,69 @@ def test_pages_carry_a_total_count_and_links(team, dev):
     assert (first["count"], len(first["results"])) == (60, 50)
     second = dev.get(first["next"]).json()
     assert len(second["results"]) == 10
+
+
+def test_requeue_and_discard_through_rest(dev, make_job):
+    ingest = make_job("ingest")
+    load = make_job("load", upstream=[ingest], max_retries=1)
+    register(dev, ingest, "1.tsv")
+    post(dev, f"processes/{load.pk}/init-job/", {"max_batch": 1})
+    post(dev, f"processes/{load.pk}/term-job/", {"error": "broken"})
+    row = BatchConsumpQueue.objects.get(process__parent=load)
+    assert row.batch_state_id == BatchState.DISCARDED
+
+    listed = dev.get("/api/v1/queue/", {"batch_state": BatchState.DISCARDED}).json()
+    assert [r["id"] for r in listed["results"]] == [row.pk]
+    response = post(dev, f"queue/{row.pk}/requeue/")
+    assert response.status_code == 200
+    # Back on the batch its run failed to build, for the next run to rebuild it.
+    assert response.json()["batch_state_name"] == "FAILED"
+    assert response.json()["target_batch"] == row.target_batch_id
+    discarded = post(dev, f"queue/{row.pk}/discard/", {"reason": "bad file"})
+    assert discarded.json()["last_error"] == "bad file"
+    assert post(dev, f"queue/{row.pk}/discard/", {}).status_code == 400
+    assert post(dev, f"queue/{row.pk}/requeue/").status_code == 200
+    rerun = post(dev, f"processes/{load.pk}/init-job/", {"max_batch": 1}).json()
+    assert rerun["is_rerun"] and rerun["target_batch_id"] == row.target_batch_id
+    assert error(post(dev, f"queue/{row.pk}/requeue/")) == (409, 110)  # claimed
+    register(dev, ingest, "2.tsv")
+    waiting = BatchConsumpQueue.objects.get(process__parent=load, batch_state_id=BatchState.NEW)
+    assert error(post(dev, f"queue/{waiting.pk}/requeue/")) == (409, 114)  # nothing to requeue
+    assert error(post(dev, "queue/999999/requeue/")) == (404, 114)
+
+
+@pytest.mark.parametrize("role,expected", [("viewer", 403), ("developer", 201), ("outsider", 404)])
+def test_roles_on_register_file(team, make_job, role, expected):
+    job = make_job("ingest")
+    assert register(api_as(getattr(team, role)), job, "f.tsv").status_code == expected
+    assert Batch.objects.filter(batch_type="file").exists() is (expected == 201)
+
+
+def test_two_teams_granted_one_root_each_register_its_files_and_learn_nothing_of_the_other(
+    team, make_job
+):
+    mine = make_job("ingest")
+    make_job("load", upstream=[mine])
+    # A root the installation's superuser granted to both teams.
+    shared = grant_root(team.group, "/shared/")
+    shared.granted_teams.add(team.other_group)
+    register(api_as(team.developer), mine, "x", path="/shared/a.tsv")
+    theirs = JobFactory(bus_domain=team.other_application)
+    StepFactory(parent=theirs)
+    response = register(api_as(team.outsider), theirs, "x", path="/shared/a.tsv")
+    assert response.status_code == 201, response.content  # its own registration, not ours
+    again = register(api_as(team.outsider), theirs, "x", path="/shared/a.tsv")
+    assert again.status_code == 200 and again.json()["batch_id"] == response.json()["batch_id"]
+    batch = Batch.objects.get(pk=response.json()["batch_id"])
+    assert batch.bus_domain == team.other_application
+    assert File.objects.filter(path="/shared/a.tsv").count() == 2
+
+
+@pytest.mark.parametrize("role,expected", [("viewer", 403), ("developer", 200), ("outsider", 404)])
+def test_roles_on_requeue(team, make_job, role, expected):
+    ingest = make_job("ingest")
+    load = make_job("load", upstream=[ingest])
+    register(api_as(team.developer), ingest, "1.tsv")
+    row = BatchConsumpQueue.objects.get(process__parent=load)
+    BatchConsumpQueue.objects.filter(pk=row.pk).update(batch_state_id=BatchState.DISCARDED)
+    assert post(api_as(getattr(team, role)), f"queue/{row.pk}/requeue/").status_code == expected

@@ -304,19 +304,5 @@ def test_a_statement_nested_too_deeply_says_what_to_fix():
         extract(deeply_nested(), schema=SCHEMA, target="lake.out")
 
 
-@pytest.mark.django_db
-def test_a_spark_sql_step_keeps_a_statement_nested_too_deeply_with_the_reason_and_runs_on():
-    from processes.jobs.spark_sql import trace_lineage
-
-    query = LineageQuery.objects.create(
-        query_string=deeply_nested(), query_type_id=QueryKind.SPARK_SQL
-    )
-    # no registered tables: the schemas are not read, so no Spark session is needed
-    trace_lineage(None, query, [], "lake.out")
-    query.refresh_from_db()
-    assert query.parse_error.startswith("the statement is nested too deeply")
-    assert not query.relations.exists()
-
-
 def test_edges_sort_and_compare_as_values():
     assert ColumnEdge("a.b.c", "d.e.f") < ColumnEdge("a.b.d", "d.e.f")

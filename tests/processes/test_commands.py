@@ -1,5 +1,6 @@
 """The lifecycle from the command line: JSON out, and on a BdreError the code and message on
-stderr with exit status code - 100."""
+stderr with exit status code - 100. The batches' own commands are in
+tests/batches/test_commands.py."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from batches.models import BatchConsumpQueue, BatchState
+from batches.models import BatchConsumpQueue
 from tests.processes.conftest import landed, steps_of
 
 pytestmark = pytest.mark.django_db
@@ -70,24 +71,6 @@ def test_errors_exit_with_the_code_and_message(make_job):
     assert "already running" in body["message"]
     assert cli_error("init_step", "--sub-process-id", str(job.pk))[1]["code"] == 103
     assert cli_error("term_job", "--process-id", "999999")[0] == 2
-
-
-def test_term_requeue_and_discard_from_the_command_line(make_job):
-    ingest = make_job("ingest")
-    load = make_job("load", upstream=[ingest], max_retries=1)
-    cli(
-        "register_file", "--source-process-id", str(ingest.pk), "--path", landed(ingest, "x"),
-        "--file-size", "1", "--file-hash", "h",
-    )  # fmt: skip
-    cli("init_job", "--process-id", str(load.pk), "--max-batch", "1")
-    cli("term_job", "--process-id", str(load.pk), "--error", "bad")
-    row = BatchConsumpQueue.objects.get()
-    assert row.batch_state_id == BatchState.DISCARDED
-    # Back on the batch its run failed to build, for the next run to rebuild it.
-    assert cli("requeue", "--queue-id", str(row.pk))["batch_state"] == BatchState.FAILED
-    discarded = cli("discard", "--queue-id", str(row.pk), "--reason", "wrong file")
-    assert discarded["batch_state"] == BatchState.DISCARDED
-    assert cli_error("requeue", "--queue-id", "999999")[1]["code"] == 114
 
 
 def test_run_process_wait_runs_the_job_here(make_job):

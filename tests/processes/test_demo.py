@@ -15,6 +15,7 @@ from django.core.management import call_command
 from batches.locations import team_landing
 from processes import demo
 from processes.models import Process
+from tests.conftest import url
 
 ROOT = Path(__file__).resolve().parents[2]
 JOBS = ("clickstream_ingest", "clickstream_shred", "clickstream_daily")
@@ -55,6 +56,23 @@ def test_demo_schedules_the_pipeline():
     ingest, shred, daily = (Process.objects.get(name=n) for n in JOBS)
     assert schedules.schedule_of(ingest.pk).every_seconds == demo.DEMO_SCAN_SECONDS
     assert schedules.runs_on_upstream(shred.pk) and schedules.runs_on_upstream(daily.pk)
+
+
+def test_the_demo_login_is_a_team_member_and_its_superuser_has_the_admin(client):
+    from processes.demo import set_up_demo
+
+    demo = set_up_demo()
+    assert client.login(username=demo.username, password=demo.password)
+    # The team's pages show its pipeline; Django admin is the installation's, not the team's.
+    html = client.get("/").content.decode()
+    for name in ("clickstream_ingest", "clickstream_shred", "clickstream_daily"):
+        assert name in html
+    assert client.get(url(type(demo.jobs[0]), "changelist")).status_code == 302
+    client.logout()
+    assert client.login(username=demo.superuser, password=demo.superuser_password)
+    html = client.get(url(type(demo.jobs[0]), "changelist")).content.decode()
+    for name in ("clickstream_ingest", "clickstream_shred", "clickstream_daily"):
+        assert name in html
 
 
 def test_generated_landing_files_have_duplicates_bad_lines_and_a_file_in_flight(tmp_path):

@@ -1,11 +1,10 @@
-"""Master tables are seeded by migrations with BDRE's ids."""
+"""Master tables are seeded by migrations with BDRE's ids: the processes' ones (the batches'
+and lineage's are in tests/batches/ and tests/lineage/)."""
 
 from __future__ import annotations
 
 import pytest
 
-from batches.models import Batch, BatchState, BatchStatus
-from lineage.models import LineageNodeType, LineageQueryType, NodeKind, QueryKind
 from processes.models import ExecState, ExecStatus, ProcessType, WorkflowKind, WorkflowType
 
 pytestmark = pytest.mark.django_db
@@ -29,38 +28,9 @@ def test_exec_statuses_have_bdre_ids():
     assert {s.value: s.name for s in ExecState} == rows(ExecStatus)
 
 
-def test_batch_statuses_have_bdre_ids():
-    assert rows(BatchStatus) == {
-        0: "NEW",
-        1: "PROCESSED",
-        2: "ACCESSED",
-        3: "FAILED",
-        4: "DISCARDED",
-    }
-    assert {s.value: s.name for s in BatchState} == rows(BatchStatus)
-
-
 def test_workflow_types():
     assert rows(WorkflowType) == {0: "steps", 1: "stand-alone", 2: "celery"}
     assert [k.value for k in WorkflowKind] == [0, 1, 2]
-
-
-def test_lineage_node_and_query_types():
-    assert rows(LineageNodeType) == {
-        1: "table",
-        2: "column",
-        3: "function",
-        4: "temp_table",
-        5: "idle_column",
-        6: "constant",
-    }
-    assert rows(LineageQueryType) == {1: "hive", 2: "pig", 3: "spark_sql"}
-    assert {k.value: k.name.lower() for k in NodeKind} == rows(LineageNodeType)
-    assert {k.value: k.name.lower() for k in QueryKind} == rows(LineageQueryType)
-
-
-def test_seed_batch_zero_exists():
-    assert Batch.objects.filter(pk=0, batch_type="seed").exists()
 
 
 def test_every_job_kind_has_a_step_type_under_a_parent_type():

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from batches import queue
 from bdre.commands import JsonCommand
 
@@ -11,6 +13,6 @@ class Command(JsonCommand):
         parser.add_argument("--queue-id", type=int, required=True)
         parser.add_argument("--reason", required=True)
 
-    def run(self, **o: object) -> object:
+    def run(self, **o: Any) -> object:
         row = queue.discard(o["queue_id"], o["reason"])
         return {"queue_id": row.pk, "batch_state": row.batch_state_id}

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from batches import queue
 from bdre.commands import JsonCommand
 
@@ -12,7 +14,7 @@ class Command(JsonCommand):
         parser.add_argument("--min-batch-id", type=int, required=True)
         parser.add_argument("--max-batch-id", type=int, required=True)
 
-    def run(self, **o: object) -> object:
+    def run(self, **o: Any) -> object:
         files = queue.files_between(
             sub_process_id=o["sub_process_id"],
             min_batch_id=o["min_batch_id"],

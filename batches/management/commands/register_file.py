@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django.core.management.base import CommandError
 from django.utils import timezone
@@ -24,7 +25,7 @@ class Command(JsonCommand):
         parser.add_argument("--server-id", type=int, default=None)
         parser.add_argument("--batch-marking", default=None)
 
-    def run(self, **o: object) -> object:
+    def run(self, **o: Any) -> object:
         try:
             batch = queue.register_file(
                 source_process_id=o["source_process_id"],

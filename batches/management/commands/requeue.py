@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from batches import queue
 from bdre.commands import JsonCommand
 
@@ -10,6 +12,6 @@ class Command(JsonCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--queue-id", type=int, required=True)
 
-    def run(self, **o: object) -> object:
+    def run(self, **o: Any) -> object:
         row = queue.requeue(o["queue_id"])
         return {"queue_id": row.pk, "batch_state": row.batch_state_id}

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -29,7 +30,7 @@ class Command(BaseCommand):
             "--no-reconcile", dest="reconcile", action="store_false", help="Skip reconciliation."
         )
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         process = Process.objects.filter(pk=options["process_id"], deleted=False).first()
         if process is None:
             raise CommandError(f"process {options['process_id']} does not exist")

@@ -3,11 +3,20 @@ keys after it can be removed from the list."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from cryptography.fernet import InvalidToken
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection, transaction
+from django.db import connection, models, transaction
+from django.db.models import ForeignObjectRel
 
 from bdre.fields import encrypted_fields, rotate
+
+
+def _column(field: models.Field[Any, Any] | ForeignObjectRel) -> str:
+    """The column of a concrete field (primary keys and encrypted fields all are)."""
+    assert isinstance(field, models.Field) and field.column is not None
+    return field.column
 
 
 class Command(BaseCommand):
@@ -25,8 +34,8 @@ class Command(BaseCommand):
         with transaction.atomic():
             for model, names in encrypted_fields():
                 table = quote(model._meta.db_table)
-                pk = quote(model._meta.pk.column)
-                columns = [model._meta.get_field(name).column for name in names]
+                pk = quote(_column(model._meta.pk))
+                columns = [_column(model._meta.get_field(name)) for name in names]
                 # Raw SQL: the ciphertext as stored, not the field's decrypted value, and
                 # written back as is (the field's save would encrypt it again).
                 select = ", ".join(quote(c) for c in columns)

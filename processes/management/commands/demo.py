@@ -4,10 +4,11 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from bdre.worker import start_worker, stop_worker
 from processes import demo
@@ -20,7 +21,7 @@ class Command(BaseCommand):
         "is printed; with --serve, the UI is then served while the worker keeps running."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--run", action="store_true", help="start the worker and wait")
         parser.add_argument(
             "--serve", action="store_true", help="then serve the UI (implies --run)"
@@ -30,7 +31,7 @@ class Command(BaseCommand):
         parser.add_argument("--events", type=int, default=2000, help="events per file")
         parser.add_argument("--addrport", default="127.0.0.1:8000")
 
-    def handle(self, *args: object, **o: object) -> None:
+    def handle(self, *args: Any, **o: Any) -> None:
         setup = demo.set_up_demo()
         out = self.stdout
         out.write(self.style.SUCCESS("BDRE demo is set up."))
@@ -76,7 +77,7 @@ class Command(BaseCommand):
             finally:
                 self._stop_worker()
 
-    def _run(self, setup: demo.DemoSetup, o: dict) -> None:
+    def _run(self, setup: demo.DemoSetup, o: dict[str, Any]) -> None:
         out = self.stdout
         landing = demo.landing_folder(setup.team)
         log = settings.VAR_DIR / "demo-worker.log"

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from django.core.management.base import CommandError
+from typing import Any
+
+from django.core.management.base import CommandError, CommandParser
 
 from bdre.commands import JsonCommand, team_named
 from bdre.ids import is_id
@@ -14,13 +16,13 @@ class Command(JsonCommand):
         "properties, schedule) for import_job or POST /api/v1/processes/import/."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("job", help="the job's id or name")
         parser.add_argument(
             "--team", default=None, help="the team (name or id) of the job: names are per team"
         )
 
-    def run(self, **o: object) -> object:
+    def run(self, **o: Any) -> object:
         key = str(o["job"])
         lookup = {"pk": int(key)} if is_id(key) else {"name": key}
         jobs = Process.objects.filter(deleted=False, parent=None, **lookup)

@@ -3,8 +3,9 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import CommandError
+from django.core.management.base import CommandError, CommandParser
 
 from bdre.commands import JsonCommand, team_named
 from processes import registry
@@ -17,7 +18,7 @@ class Command(JsonCommand):
         "/api/v1/processes/{id}/export/): all of it or, on any invalid field, nothing."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", help="the document, or - for standard input")
         parser.add_argument(
             "--team",
@@ -26,7 +27,7 @@ class Command(JsonCommand):
             "names: names are per team",
         )
 
-    def run(self, **o: object) -> object:
+    def run(self, **o: Any) -> object:
         try:
             if o["file"] == "-":
                 document = json.load(sys.stdin)

@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+from typing import Any
+
+from django.core.management.base import CommandParser
+
 from bdre.commands import JsonCommand
 from processes import lifecycle
 
@@ -7,9 +11,9 @@ from processes import lifecycle
 class Command(JsonCommand):
     help = "Start a run of a job: claim its input, create its target batch (BDRE InitJob)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--process-id", type=int, required=True)
         parser.add_argument("--max-batch", type=int, default=None)
 
-    def run(self, **o: object) -> object:
+    def run(self, **o: Any) -> object:
         return lifecycle.init_job(o["process_id"], o["max_batch"])

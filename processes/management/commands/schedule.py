@@ -3,8 +3,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.core.management.base import CommandParser
 
 from bdre.commands import JsonCommand
 from processes import schedules
@@ -16,7 +18,7 @@ class Command(JsonCommand):
         "--every SECONDS, --on-upstream / --no-on-upstream, --pause, --resume, --remove."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--process-id", type=int, required=True)
         timing = parser.add_mutually_exclusive_group()
         timing.add_argument("--cron", default=None)
@@ -28,7 +30,7 @@ class Command(JsonCommand):
         action.add_argument("--resume", action="store_true")
         action.add_argument("--remove", action="store_true")
 
-    def run(self, **o: object) -> object:
+    def run(self, **o: Any) -> object:
         job = o["process_id"]
         try:
             if o["remove"]:

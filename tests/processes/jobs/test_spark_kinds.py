@@ -10,13 +10,14 @@ from pyspark.testing import assertDataFrameEqual
 
 from batches.models import HiveTable
 from lineage import openlineage
-from lineage.models import LineageQuery, LineageRelation
+from lineage.models import LineageQuery, LineageRelation, QueryKind
 from processes import orchestrator
 from processes.jobs import spark_cleanse, spark_sql
 from processes.models import InstanceExec
 from processes.registry import StepSpec, create_job
 from tests.factories import JOB_TYPE, grant_root
 from tests.lineage.openlineage_schema import validate_run_event
+from tests.lineage.test_extract import deeply_nested
 
 pytestmark = pytest.mark.django_db
 SCAN, LOAD, CLEANSE, SQL, EXPORT = 52, 53, 54, 56, 57
@@ -330,3 +331,17 @@ def test_a_query_the_lineage_parser_cannot_resolve_still_runs(team, lake, spark)
     query = LineageQuery.objects.get(process__name="reader_0")
     assert "could not be resolved" in query.parse_error
     assert counters("reader_0")["rows_out"] == 2
+
+
+@pytest.mark.django_db
+def test_a_spark_sql_step_keeps_a_statement_nested_too_deeply_with_the_reason_and_runs_on():
+    from processes.jobs.spark_sql import trace_lineage
+
+    query = LineageQuery.objects.create(
+        query_string=deeply_nested(), query_type_id=QueryKind.SPARK_SQL
+    )
+    # no registered tables: the schemas are not read, so no Spark session is needed
+    trace_lineage(None, query, [], "lake.out")
+    query.refresh_from_db()
+    assert query.parse_error.startswith("the statement is nested too deeply")
+    assert not query.relations.exists()

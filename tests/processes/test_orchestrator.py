@@ -1,0 +1,141 @@
+"""The orchestrator's decisions, on real Celery workers: which steps are ready (independent
+branches in parallel, a join after both), a failure ending the run and the re-run resuming
+at it, the jobs that run on their upstream's output, terminate, and the jobs' time limit.
+The Celery tasks themselves (Beat, redelivery, the reaper) are in test_tasks.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from processes import orchestrator, schedules, tasks
+from processes.models import ExecState, InstanceExec, Property
+from processes.registry import StepSpec, create_job
+from processes.schedules import Schedule
+from tests.factories import JOB_TYPE
+from tests.processes.conftest import CALL, callable_step, finished_runs, job_of, runs_of
+from tests.processes.workers import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+
+def test_independent_steps_run_in_parallel(team, worker):
+    sleep = "tests.processes.callables.sleep"
+    job = job_of(
+        team,
+        "fan_out",
+        [
+            callable_step("first"),
+            callable_step("left", sleep, sleep="3"),
+            callable_step("right", sleep, sleep="3"),
+            callable_step("join"),
+        ],
+        links={
+            "fan_out": ["first"],
+            "first": ["left", "right"],
+            "left": ["join"],
+            "right": ["join"],
+        },
+    )
+    w = worker()
+    tasks.enqueue_run(job.pk)
+    (run,) = wait_for(lambda: finished_runs(job), 90, "the fan-out run", w)
+    assert run.exec_state_id == ExecState.SUCCESS, run.error
+    steps = {r.process.name: r for r in InstanceExec.objects.filter(parent=run)}
+    assert set(steps) == {"first", "left", "right", "join"}
+    left, right = steps["left"], steps["right"]
+    assert left.start_ts < right.end_ts and right.start_ts < left.end_ts  # they overlapped
+    assert steps["join"].start_ts >= max(left.end_ts, right.end_ts)
+    assert steps["first"].end_ts <= min(left.start_ts, right.start_ts)
+    assert {left.worker, right.worker} == {steps["first"].worker}  # one worker, two processes
+
+
+def test_a_failing_step_terminates_the_job_and_the_rerun_resumes_there(team, worker, tmp_path):
+    flag = tmp_path / "flag"
+    job = job_of(
+        team,
+        "flaky",
+        [
+            callable_step("prepare"),
+            callable_step("fragile", "tests.processes.callables.fail_until_flag", flag=str(flag)),
+            callable_step("publish"),
+        ],
+    )
+    w = worker()
+    tasks.enqueue_run(job.pk)
+    (failed,) = wait_for(lambda: finished_runs(job), 60, "the failing run", w)
+    assert failed.exec_state_id == ExecState.FAILED
+    assert "is not there yet" in failed.error
+    first = {r.process.name: r.exec_state_id for r in InstanceExec.objects.filter(parent=failed)}
+    assert first == {"prepare": ExecState.SUCCESS, "fragile": ExecState.FAILED}
+
+    flag.touch()
+    tasks.enqueue_run(job.pk)
+    runs = wait_for(lambda: (r := finished_runs(job))[1:] and r, 60, "the re-run", w)
+    rerun = runs[1]
+    assert rerun.exec_state_id == ExecState.SUCCESS, rerun.error
+    assert rerun.target_batch_id == failed.target_batch_id
+    second = sorted(r.process.name for r in InstanceExec.objects.filter(parent=rerun))
+    assert second == ["fragile", "publish"]  # "prepare" succeeded already: skipped
+
+
+def test_a_job_set_to_follow_its_upstream_runs_when_a_batch_is_queued_for_it(team, worker):
+    upstream = job_of(team, "producer", [callable_step("produce")])
+    downstream = create_job(
+        bus_domain=team.application,
+        name="consumer",
+        process_type_id=JOB_TYPE,
+        steps=[StepSpec("consume", CALL, upstream=[upstream.pk])],
+    )
+    schedules.set_schedule(downstream.pk, Schedule(on_upstream=True))
+    w = worker()
+    tasks.enqueue_run(upstream.pk)
+    (run,) = wait_for(lambda: finished_runs(downstream), 60, "the triggered run", w)
+    assert run.exec_state_id == ExecState.SUCCESS, run.error
+    (produced,) = finished_runs(upstream)
+    consumed = run.step_runs.get()
+    assert consumed.target_batch_id == run.target_batch_id
+    assert produced.exec_state_id == ExecState.SUCCESS
+
+
+@pytest.mark.spark  # the step runs Spark in the worker
+def test_terminate_cancels_the_spark_work_and_fails_the_run(team, worker, tmp_path):
+    outcome = tmp_path / "outcome"
+    job = job_of(
+        team,
+        "long_spark",
+        [callable_step("crunch", "tests.processes.callables.slow_spark_job", outcome=str(outcome))],
+    )
+    w = worker()
+    tasks.enqueue_run(job.pk)
+    step = job.steps.get()
+    wait_for(
+        lambda: (
+            runs_of(step).filter(exec_state_id=ExecState.RUNNING).exclude(spark_application_id="")
+        ),
+        120,
+        "the Spark step to start",
+        w,
+    )
+    orchestrator.terminate(job.pk, "stop it")
+    (run,) = finished_runs(job)
+    assert run.exec_state_id == ExecState.FAILED and run.error == "stop it"
+    assert runs_of(step).get().exec_state_id == ExecState.FAILED
+    text = wait_for(lambda: outcome.exists() and outcome.read_text(), 30, "the cancellation", w)
+    assert text.startswith("cancelled")
+
+
+def test_a_step_over_the_jobs_time_limit_fails_the_run(team, worker):
+    job = job_of(
+        team,
+        "too_slow",
+        [callable_step("dawdle", "tests.processes.callables.sleep", sleep="30")],
+    )
+    Property.objects.create(
+        process=job, config_group="run", key="time_limit_seconds", value="2", description=""
+    )
+    w = worker()
+    tasks.enqueue_run(job.pk)
+    (run,) = wait_for(lambda: finished_runs(job), 60, "the time limit", w)
+    assert run.exec_state_id == ExecState.FAILED
+    assert "SoftTimeLimitExceeded" in run.error
+    assert (run.end_ts - run.start_ts).total_seconds() < 20
