@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install test test-fast demo lint format migrate migrations clean
+.PHONY: install test test-fast demo cluster lint format migrate migrations clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "BDRE needs Python 3.11 or newer")'
@@ -46,6 +46,12 @@ migrate: install
 # broker, SQLite), prints what happened, then serves the UI while the worker keeps running.
 demo: migrate
 	$(PY) manage.py demo --serve
+
+# A standalone Spark master and worker on 127.0.0.1 from the PySpark wheel, in the foreground
+# until Ctrl-C; then, in another shell, `SPARK_MASTER=spark://127.0.0.1:7077 make demo`.
+# CLUSTER_ARGS="--connect" starts a Spark Connect server on it too (docs/operations.md).
+cluster: migrate
+	$(PY) manage.py spark_cluster $(CLUSTER_ARGS)
 
 clean:
 	rm -rf $(VENV) var

@@ -13,7 +13,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from bdre.env import env_bool, env_float, env_int, env_list, env_str
+from bdre.env import env_bool, env_float, env_int, env_list, env_spark_conf, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("BDRE_VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -264,9 +264,16 @@ CELERY_ACCEPT_CONTENT = ["json"]
 
 # --- Spark and the lake -------------------------------------------------------------------
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
+# A Spark Connect server (sc://host:15002): the steps' session is a Connect client's, with no
+# JVM in the worker; SPARK_MASTER, SPARK_UI and SPARK_DRIVER_MEMORY are then the server's own.
+SPARK_REMOTE = env_str("SPARK_REMOTE", "")
 SPARK_UI = env_bool("SPARK_UI", False)
 SPARK_SHUFFLE_PARTITIONS = env_int("SPARK_SHUFFLE_PARTITIONS", 0)  # 0: twice the cores
 SPARK_DRIVER_MEMORY = env_str("SPARK_DRIVER_MEMORY", "2g")
+# Any Spark option for every session BDRE makes, as a JSON object (docs/operations.md, "Spark
+# configuration"); it wins over SPARK_CONF_DIR's spark-defaults.conf and BDRE's own defaults
+# (on a standalone master, spark.cores.max=1 and the worker's own Python on the executors).
+SPARK_CONF = env_spark_conf("SPARK_CONF")
 # A running instance without a lease (written by hand) expires this long after its last sign
 # of life; runs created by init_job carry their process's lease_seconds.
 BDRE_DEFAULT_LEASE_SECONDS = env_int("BDRE_DEFAULT_LEASE_SECONDS", 3600)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 
@@ -40,10 +41,12 @@ class Team:
 # of a fixture it uses, directly or through another fixture; a test that needs one of these
 # without its fixture carries the marker itself (`pytestmark`, or a decorator).
 MARKER_FIXTURES = {
-    "spark": {"spark"},  # the session's SparkSession
-    # real Celery worker processes (tests/processes/test_tasks.py, test_orchestrator.py, ui)
-    "worker": {"worker"},
+    "spark": {"spark", "local_demo"},  # the session's SparkSession; the demo's worker's
+    # real Celery worker processes (tests/processes/test_tasks.py, test_orchestrator.py, ui;
+    # the demo's embedded worker)
+    "worker": {"worker", "local_demo"},
     "browser": {"browser"},  # Playwright's Chromium (tests/ui/test_browser.py)
+    "cluster": {"standalone", "connect_server"},  # tests/cluster/
 }
 
 
@@ -143,30 +146,75 @@ def superuser(db):
     return user
 
 
+# Where the suite's Spark runs: local[2] by default; the cluster tests (tests/cluster/) run
+# the Spark tests again with BDRE_TEST_SPARK set to a standalone master (spark://...) or to a
+# Spark Connect server (sc://...).
+TEST_SPARK = os.environ.get("BDRE_TEST_SPARK", "local[2]")
+# For a test whose Spark must be this process's own JVM (an in-memory Derby database, say): it
+# is run on local[2] and said to be skipped elsewhere.
+one_jvm_only = pytest.mark.skipif(
+    not TEST_SPARK.startswith("local"),
+    reason=f"needs Spark in this process's JVM; BDRE_TEST_SPARK is {TEST_SPARK}",
+)
+RUNTIME_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.sources.partitionOverwriteMode": "dynamic",
+    "spark.sql.session.timeZone": "UTC",
+}
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
-    """One local[2] SparkSession for the whole suite, created on first use."""
+    """One SparkSession for the whole suite, created on first use: local[2], or the
+    cluster or Connect server ``BDRE_TEST_SPARK`` names."""
     from pyspark.sql import SparkSession
 
     from processes.jobs.spark_session import SANDBOX_CONF
 
-    session = (
-        SparkSession.builder.master("local[2]")
+    if TEST_SPARK.startswith("sc://"):
+        # A Connect server has its static settings (the sandbox's, the warehouse) from its
+        # own start (tests/cluster/conftest.py); a client sets only runtime ones.
+        session = SparkSession.builder.remote(TEST_SPARK).getOrCreate()
+        for key, value in RUNTIME_CONF.items():
+            session.conf.set(key, value)
+        yield session
+        session.stop()
+        return
+    builder = (
+        SparkSession.builder.master(TEST_SPARK)
         .appName("bdre-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
-        .config("spark.sql.session.timeZone", "UTC")
+        .config(map=RUNTIME_CONF)
         .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-warehouse")))
         # The sandbox's settings, as the workers have them: some are static, so the steps'
         # get_spark() cannot add them to this session afterwards.
         .config(map=SANDBOX_CONF)
-        .getOrCreate()
     )
+    if TEST_SPARK.startswith("spark://"):
+        # Executors call the driver back on 127.0.0.1 and run this interpreter (and so this
+        # checkout's installed code); the application takes at most the worker's cores.
+        builder = builder.config(
+            map={
+                "spark.driver.host": "127.0.0.1",
+                "spark.pyspark.python": sys.executable,
+                "spark.cores.max": "2",
+                "spark.executor.memory": "1g",
+            }
+        )
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def local_demo(tmp_path_factory):
+    """`make demo`'s pipeline run once on local[2] in a process of its own (a DemoRun):
+    what the demo test checks, and what the cluster tests compare theirs with."""
+    from tests.demo_runs import run_demo
+
+    return run_demo(tmp_path_factory.mktemp("demo-local") / "var")
 
 
 @pytest.fixture

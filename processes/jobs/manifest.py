@@ -40,13 +40,17 @@ duplicate does not extend it, and neither does another attempt of the same run.
 
 from __future__ import annotations
 
+import re
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Protocol
+from urllib.parse import unquote
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Min
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -62,6 +66,8 @@ SEEN_SCHEMA = f"{HASH_SCHEMA}, earlier boolean"
 # before it was kept: older than any run that asks).
 FILE_SCHEMA = f"{HASH_SCHEMA}, first_seen long, etl_date string, run_id long"
 CHUNK = 5_000
+# A manifest file's partition folders, in the URI Spark lists it by.
+PARTITION = re.compile(r"/etl_date=([^/]+)/run_id=(-?\d+)/")
 
 
 class Manifest(Protocol):
@@ -142,30 +148,64 @@ class ParquetManifest:
     ):
         self.spark, self.ttl_days = spark, ttl_days
         self.root = str(root or settings.BDRE_WAREHOUSE / "manifests" / name)
-        jvm = spark._jvm
-        assert jvm is not None  # a classic (JVM) session, as get_spark makes
-        self._Path = jvm.org.apache.hadoop.fs.Path
-        self.fs = self._Path(self.root).getFileSystem(spark._jsc.hadoopConfiguration())
 
-    def _date_dirs(self) -> list[tuple[str, str]]:
-        root = self._Path(self.root)
-        if not self.fs.exists(root):
-            return []
-        return [
-            (s.getPath().getName().split("=", 1)[1], s.getPath().toString())
-            for s in self.fs.listStatus(root)
-            if s.isDirectory() and s.getPath().getName().startswith("etl_date=")
-        ]
+    # The folders are listed and deleted through Spark's DataFrame and SQL API only (no
+    # Hadoop FileSystem through the JVM): the same code runs in a classic session and in a
+    # Spark Connect client's, which has no JVM.
+
+    def _partitions(self) -> dict[str, set[int]]:
+        """``{etl_date: {run_id}}`` of the partitions with files (a listing: nothing is
+        read)."""
+        try:
+            files = (
+                self.spark.read.schema(FILE_SCHEMA)
+                .option("basePath", self.root)
+                .parquet(f"{self.root}/etl_date=*")
+                .inputFiles()
+            )
+        except AnalysisException as exc:
+            if exc.getCondition() == "PATH_NOT_FOUND":  # no run recorded anything yet
+                return {}
+            raise
+        found: dict[str, set[int]] = {}
+        for file in files:
+            match = PARTITION.search(file)
+            if match:
+                found.setdefault(unquote(match[1]), set()).add(int(match[2]))
+        return found
+
+    def _delete(self, etl_date: str, run_id: int | None = None) -> None:
+        """Delete a date's partition, or one run's under it: a static overwrite of it with no
+        rows, through a temporary view of the manifest's folder (Spark removes the
+        partition's folder and writes none)."""
+        view = f"bdre_manifest_{uuid.uuid4().hex}"
+        self.spark.sql(
+            f"CREATE TEMPORARY VIEW {view} ({FILE_SCHEMA}) USING parquet "
+            f"OPTIONS (path {sql_string(self.root)}, partitionOverwriteMode 'static')"
+        )
+        try:
+            if run_id is None:
+                spec, values = f"etl_date = {sql_string(etl_date)}, run_id", "0L, 0L, 0L, 0L"
+            else:
+                spec, values = (
+                    f"etl_date = {sql_string(etl_date)}, run_id = {int(run_id)}",
+                    "0L, 0L, 0L",
+                )
+            self.spark.sql(
+                f"INSERT OVERWRITE {view} PARTITION ({spec}) SELECT {values} WHERE false"
+            )
+        finally:
+            self.spark.sql(f"DROP VIEW IF EXISTS {view}")
 
     def prune(self, now: datetime) -> list[str]:
         """Delete the date partitions older than the TTL; returns the dates kept."""
         cutoff = (now - timedelta(days=self.ttl_days)).date().isoformat()
         kept = []
-        for date, path in self._date_dirs():
+        for date in sorted(self._partitions()):
             if date < cutoff:
-                self.fs.delete(self._Path(path), True)
+                self._delete(date)
             else:
-                kept.append(path)
+                kept.append(f"{self.root}/etl_date={date}")
         return kept
 
     def check_and_record(self, pairs: DataFrame, run_id: int, now: datetime) -> DataFrame:
@@ -195,10 +235,9 @@ class ParquetManifest:
                 .cache()
             )
             seen.count()  # read now, before this run's own partition is replaced below
-        for _date, path in self._date_dirs():
-            own = self._Path(f"{path}/run_id={run_id}")
-            if self.fs.exists(own):
-                self.fs.delete(own, True)
+        for date, runs in self._partitions().items():
+            if run_id in runs:
+                self._delete(date, run_id)
         if first is None:
             first = int(now.timestamp() * 1_000_000)
         # Under the date of the run's first record, which the TTL counts from.
@@ -215,6 +254,11 @@ class ParquetManifest:
             .parquet(f"{self.root}/etl_date={day}/run_id={run_id}")
         )
         return seen
+
+
+def sql_string(value: str) -> str:
+    """``value`` as a Spark SQL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def open_manifest(

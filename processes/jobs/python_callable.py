@@ -59,6 +59,20 @@ def resolve(path: str, prefixes: Sequence[str] | None = None) -> Callable[..., A
     return function
 
 
+class SparkConnectUnsupported(RuntimeError):
+    """A callable used what a Spark Connect session lacks (``sparkContext``, ``_jvm``)."""
+
+
+def needs_jvm(exc: BaseException) -> str | None:
+    """The JVM attribute a Spark Connect session refused (``sparkContext``), if that is what
+    ``exc`` is; found without importing PySpark."""
+    condition = getattr(exc, "getCondition", None)
+    if not callable(condition) or condition() != "JVM_ATTRIBUTE_NOT_SUPPORTED":
+        return None
+    parameters = getattr(exc, "getMessageParameters", lambda: None)() or {}
+    return f"`{parameters.get('attr_name', 'a JVM attribute')}`"
+
+
 @register("python.callable")
 def python_callable(context: JobContext) -> Counters:
     path = context.properties("callable").get("path")
@@ -71,7 +85,20 @@ def python_callable(context: JobContext) -> Counters:
     except RefusedCallable as exc:
         context.log("callable.refused", str(exc), category="error")
         raise
-    result = function(context)
+    try:
+        result = function(context)
+    except Exception as exc:
+        missing = needs_jvm(exc)
+        if missing is None:
+            raise
+        message = (
+            f"callable {path!r} uses {missing}, which a Spark Connect session (SPARK_REMOTE) "
+            "does not have: it depends on the JVM of a driver in the worker. Use the "
+            "DataFrame and SQL API of get_spark()'s session, or run the worker without "
+            "SPARK_REMOTE"
+        )
+        context.log("callable.connect", message, category="error")
+        raise SparkConnectUnsupported(message) from exc
     counters = dict(result) if isinstance(result, dict) else {}
     counters.setdefault("called", path)
     return counters

@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 from batches import tables
 from batches.models import HiveTable
 from processes.jobs import JobContext
+from processes.jobs.spark_session import application_id
 from processes.models import InstanceExec
 
 BATCH_COLUMN = "batch_id"
@@ -20,9 +21,10 @@ def spark_path(uri: str) -> str:
 
 
 def start(context: JobContext, spark: SparkSession) -> None:
-    """Record the Spark application id on the step's run."""
+    """Record the Spark application id on the step's run (with a Connect session's id: a
+    Connect server runs every client's jobs in its one application)."""
     InstanceExec.objects.filter(pk=context.step_run_id).update(
-        spark_application_id=spark.sparkContext.applicationId
+        spark_application_id=application_id(spark)
     )
 
 

@@ -6,15 +6,21 @@ start without PySpark.
 
 from __future__ import annotations
 
+import logging
 import os
+import re
+import sys
 import threading
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _session: SparkSession | None = None
 
@@ -31,45 +37,188 @@ SANDBOX_CONF = {
 }
 
 
+def runtime_conf() -> dict[str, str]:
+    """The session settings a step relies on that any session can set, a Connect client's
+    too (the codegen cache is static: a Connect server has it from its own start)."""
+    return {
+        "spark.sql.shuffle.partitions": str(
+            settings.SPARK_SHUFFLE_PARTITIONS or (os.cpu_count() or 2) * 2
+        ),
+        "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        "spark.sql.session.timeZone": "UTC",
+        # Spark keeps 100 compiled plans by default; one spark.shred makes about 100 (a
+        # window, joins and aggregates each compile several classes), so with anything else
+        # in the session every run recompiled them all and the JVM compiled the new classes
+        # to machine code again.
+        "spark.sql.codegen.cache.maxEntries": "1000",
+    }
+
+
 def get_spark() -> SparkSession:
-    """The process's SparkSession (``SPARK_MASTER``, warehouse under ``BDRE_WAREHOUSE``, UI
-    off unless ``SPARK_UI=true``, shuffle partitions sized for the machine, the sandbox's
-    settings)."""
+    """The process's SparkSession: a Spark Connect session when ``SPARK_REMOTE`` names a
+    server (or when the process has one already: the test suite's), else a classic one
+    (``SPARK_MASTER``, warehouse under ``BDRE_WAREHOUSE``, UI off unless ``SPARK_UI=true``,
+    shuffle partitions sized for the machine, the sandbox's settings). The steps use only
+    the DataFrame and SQL API, which both kinds of session have."""
     global _session
     with _lock:
-        if _session is None or _session.sparkContext._jsc is None:
-            from pyspark.sql import SparkSession
+        if _session is None or is_stopped(_session):
+            remote = _connect_session()
+            if remote is None and settings.SPARK_REMOTE:
+                from pyspark.sql import SparkSession
 
-            cores = os.cpu_count() or 2
-            warehouse = settings.BDRE_WAREHOUSE
-            builder = (
-                SparkSession.builder.master(settings.SPARK_MASTER)
-                .appName("bdre")
-                .config("spark.sql.warehouse.dir", str(warehouse / "spark-warehouse"))
-                .config("spark.ui.enabled", str(settings.SPARK_UI).lower())
-                .config("spark.ui.showConsoleProgress", "false")
-                .config(
-                    "spark.sql.shuffle.partitions",
-                    str(settings.SPARK_SHUFFLE_PARTITIONS or cores * 2),
-                )
-                .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
-                .config("spark.sql.session.timeZone", "UTC")
-                .config("spark.driver.memory", settings.SPARK_DRIVER_MEMORY)
-                # Spark keeps 100 compiled plans by default; one spark.shred makes about
-                # 100 (a window, joins and aggregates each compile several classes), so
-                # with anything else in the session every run recompiled them all and the
-                # JVM compiled the new classes to machine code again.
-                .config("spark.sql.codegen.cache.maxEntries", "1000")
-            )
-            for key, value in SANDBOX_CONF.items():
-                builder = builder.config(key, value)
-            _session = builder.getOrCreate()
-            _session.sparkContext.setLogLevel("WARN")
+                remote = SparkSession.builder.remote(settings.SPARK_REMOTE).getOrCreate()
+            _session = _classic_session() if remote is None else _configured(remote)
         return _session
 
 
+def _connect_session() -> SparkSession | None:
+    """The Spark Connect session this process made already, if any (never imports the
+    Connect client to find out)."""
+    module = sys.modules.get("pyspark.sql.connect.session")
+    if module is None:
+        return None
+    session: SparkSession | None = module.SparkSession.getActiveSession()
+    if session is None:
+        session = module.SparkSession._get_default_session()
+    return session
+
+
+def _configured(session: SparkSession) -> SparkSession:
+    """A Connect session with the runtime settings, BDRE's and ``SPARK_CONF``'s; the static
+    ones (the sandbox's, the warehouse, the codegen cache, executors) are the server's."""
+    for key, value in runtime_conf().items():
+        if session.conf.isModifiable(key):
+            session.conf.set(key, value)
+    for key, value in SANDBOX_CONF.items():
+        if session.conf.isModifiable(key):
+            session.conf.set(key, value)
+        elif session.conf.get(key, None) != value:
+            # A server not started with BDRE's settings (manage.py spark_connect_server) would
+            # run the steps' Spark SQL without Spark's half of the sandbox.
+            raise ImproperlyConfigured(
+                f"the Spark Connect server has {key}={session.conf.get(key, None)}, not "
+                f"{value}: start it with the Spark SQL sandbox's settings (docs/security.md)"
+            )
+    static = []
+    for key, value in _checked(settings.SPARK_CONF).items():
+        if session.conf.isModifiable(key):
+            session.conf.set(key, value)
+        else:
+            static.append(key)
+    if static:
+        log.warning(
+            "SPARK_CONF options a Spark Connect client cannot set, left to the server's own "
+            "configuration: %s",
+            ", ".join(sorted(static)),
+        )
+    return session
+
+
+def spark_defaults() -> dict[str, str]:
+    """``$SPARK_CONF_DIR/spark-defaults.conf`` as Spark reads it (``key value`` lines)."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    path = Path(conf_dir) / "spark-defaults.conf" if conf_dir else None
+    if path is None or not path.is_file():
+        return {}
+    found = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            # Java properties, as Spark reads them: "key value", "key=value" or "key: value".
+            key, value = [*re.split(r"\s*[=:\s]\s*", line, maxsplit=1), ""][:2]
+            found[key] = value.strip()
+    return found
+
+
+# Options that would make a session other than the one BDRE checks: a Connect client instead
+# of a classic session, or another catalog whose tables the team boundary does not police.
+NOT_CONFIGURABLE = ("spark.remote", "spark.api.mode", "spark.sql.catalog.")
+
+
+def _checked(conf: dict[str, str]) -> dict[str, str]:
+    refused = sorted(k for k in conf if k.startswith(NOT_CONFIGURABLE))
+    if refused:
+        raise ImproperlyConfigured(
+            f"Spark configuration cannot set {', '.join(refused)}: use SPARK_REMOTE for a "
+            "Spark Connect server; BDRE's tables are in its own catalog (docs/operations.md)"
+        )
+    changed = sorted(k for k, v in conf.items() if k in SANDBOX_CONF and v != SANDBOX_CONF[k])
+    if changed:
+        raise ImproperlyConfigured(
+            f"Spark configuration cannot change {', '.join(changed)}: the Spark SQL sandbox's "
+            "settings (docs/security.md)"
+        )
+    return conf
+
+
+def session_conf(master: str) -> dict[str, str]:
+    """Everything a classic session is built with, lowest first: BDRE's defaults, then
+    ``spark-defaults.conf`` (``SPARK_CONF_DIR``), then ``SPARK_CONF``, then the sandbox's
+    settings, which neither may change. On a standalone master an application takes one
+    core unless told otherwise: Spark's default is every core of the cluster, so the first
+    Spark-queue process would hold them all and the next one's step would wait forever."""
+    defaults = {
+        "spark.app.name": "bdre",
+        "spark.sql.warehouse.dir": str(settings.BDRE_WAREHOUSE / "spark-warehouse"),
+        "spark.ui.enabled": str(settings.SPARK_UI).lower(),
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.memory": settings.SPARK_DRIVER_MEMORY,
+        # Executors run the worker's own interpreter, where BDRE and its dependencies are.
+        "spark.pyspark.python": sys.executable,
+        **runtime_conf(),
+    }
+    if master.startswith("spark://"):
+        defaults["spark.cores.max"] = "1"
+    return {
+        **defaults,
+        **_checked(spark_defaults()),
+        **_checked(settings.SPARK_CONF),
+        **SANDBOX_CONF,
+    }
+
+
+def _classic_session() -> SparkSession:
+    from pyspark.sql import SparkSession
+
+    if os.environ.get("SPARK_REMOTE") == "":
+        # PySpark reads SPARK_REMOTE itself: set but empty, it would not make a classic session.
+        del os.environ["SPARK_REMOTE"]
+    builder = SparkSession.builder.master(settings.SPARK_MASTER)
+    for key, value in session_conf(settings.SPARK_MASTER).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session
+
+
+def is_connect(session: SparkSession) -> bool:
+    """Whether ``session`` is a Spark Connect client's (no JVM, no SparkContext)."""
+    return type(session).__module__.startswith("pyspark.sql.connect")
+
+
+def is_stopped(session: SparkSession) -> bool:
+    if is_connect(session):
+        return bool(cast(Any, session).is_stopped)
+    return session.sparkContext._jsc is None
+
+
+def application_id(session: SparkSession) -> str:
+    """The Spark application the session's jobs run in (``spark.app.id``, which a Connect
+    server shares between its clients), and for a Connect session its session id."""
+    app_id = session.conf.get("spark.app.id", "") or ""
+    if is_connect(session):
+        return f"{app_id} session {cast(Any, session).session_id}".strip()
+    return app_id
+
+
 def cancel_all() -> None:
-    """Cancel every running Spark job of this process's session, if it has one."""
+    """Cancel every running Spark job of this process's session, if it has one: a Connect
+    session interrupts its own operations on the server."""
     session = _session
-    if session is not None and session.sparkContext._jsc is not None:
+    if session is None or is_stopped(session):
+        return
+    if is_connect(session):
+        session.interruptAll()
+    else:
         session.sparkContext.cancelAllJobs()

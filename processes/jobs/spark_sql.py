@@ -99,9 +99,19 @@ def trace_lineage(spark: SparkSession, query: LineageQuery, tables: list[str], o
 
 def check_with_spark(spark: SparkSession, statement: str) -> None:
     """Spark's own grammar must read ``statement`` as a query: a second parser, so that a
-    statement sqlglot reads as a SELECT and Spark as a command never runs."""
+    statement sqlglot reads as a SELECT and Spark as a command never runs.
+
+    The statement is parsed as the body of a common table expression, which Spark's grammar
+    takes only as a query (``FROM (...)`` would also take a relation, and so a command word
+    read as a table's name: ``RESET``, ``USE x``), under EXPLAIN: nothing runs, and a table
+    the query names that is not registered yet (they are registered after this check) is
+    only a line of the plan's text. Through the SQL API, which any session has (a Spark
+    Connect client has no parser of its own)."""
+    body = statement.strip().rstrip(";")  # which Spark takes after a statement, not in a CTE
     try:
-        spark._jsparkSession.sessionState().sqlParser().parseQuery(statement)
+        spark.sql(
+            f"EXPLAIN WITH bdre_checked_query AS (\n{body}\n) SELECT * FROM bdre_checked_query"
+        ).collect()
     except Exception as exc:
         lines = [line for line in str(exc).splitlines() if line.strip()]
         reason = lines[0].strip() if lines else type(exc).__name__

@@ -21,6 +21,8 @@ OUR_VARIABLES = {
     "DEBUG",
     "ALLOWED_HOSTS",
     "SPARK_MASTER",
+    "SPARK_REMOTE",
+    "SPARK_CONF",
     "BDRE_WAREHOUSE",
     "BDRE_VAR_DIR",
     "FIELD_ENCRYPTION_KEY",
@@ -129,6 +131,35 @@ def test_a_malformed_boolean_is_a_clear_error():
     result = run_django("print('started')", DEBUG="maybe")
     assert result.returncode != 0
     assert "DEBUG must be a boolean" in result.stderr
+
+
+def test_spark_conf_is_a_json_object_of_spark_options():
+    result = run_django(
+        "from django.conf import settings as s; print(json.dumps(s.SPARK_CONF))",
+        SPARK_CONF='{"spark.cores.max": 2, "spark.eventLog.enabled": true, "spark.x": "1g"}',
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "spark.cores.max": "2",
+        "spark.eventLog.enabled": "true",
+        "spark.x": "1g",
+    }
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("spark.cores.max=2", "SPARK_CONF must be a JSON object of Spark options"),
+        ('["spark.cores.max"]', "SPARK_CONF must be a JSON object, got list"),
+        ('{"cores": "2"}', "'cores' is not a Spark option"),
+        ('{"spark.a": {"b": 1}}', "spark.a must be text or a number"),
+    ],
+)
+def test_a_malformed_spark_conf_is_a_clear_error_at_start_up(value, message):
+    result = run_django("print('started')", SPARK_CONF=value)
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert "started" not in result.stdout
 
 
 @pytest.mark.parametrize("mode", ["IMMEDIATE", "DEFERRED"])

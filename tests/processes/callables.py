@@ -25,16 +25,29 @@ def fail_until_flag(context: JobContext) -> dict:
 def slow_spark_job(context: JobContext) -> dict:
     """A Spark job of a minute; writes to ``test.outcome`` whether it finished or was
     cancelled."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.functions import udf
+
     from processes.jobs.spark_io import start
     from processes.jobs.spark_session import get_spark
 
     outcome = Path(context.properties("test")["outcome"])
     spark = get_spark()
     start(context, spark)
+    # Through the DataFrame API (a Python UDF), which a Spark Connect session has too.
+    slow = udf(lambda x: time.sleep(1) or x, "long")
     try:
-        spark.sparkContext.parallelize(range(120), 2).map(lambda x: time.sleep(1) or x).count()
+        spark.range(0, 120, 1, 2).select(F.sum(slow("id"))).collect()
     except Exception as exc:
         outcome.write_text(f"cancelled: {type(exc).__name__}")
         raise
     outcome.write_text("finished")
     return {}
+
+
+def spark_context_user(context: JobContext) -> dict:
+    """A step body written for a driver in the worker: it reaches for the SparkContext, which
+    a Spark Connect session does not have."""
+    from processes.jobs.spark_session import get_spark
+
+    return {"parallelism": get_spark().sparkContext.defaultParallelism}

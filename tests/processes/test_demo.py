@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import io
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -89,29 +86,15 @@ def test_generated_landing_files_have_duplicates_bad_lines_and_a_file_in_flight(
 # The demo's embedded worker runs the pipeline's Spark steps; no fixture of the test says so.
 @pytest.mark.worker
 @pytest.mark.spark
-def test_make_demo_runs_the_pipeline_on_the_embedded_worker(tmp_path):
+def test_make_demo_runs_the_pipeline_on_the_embedded_worker(local_demo):
     """The non-interactive part of `make demo`, from an empty var folder: migrate, set up,
     let the embedded worker's schedule run the pipeline, print the summary."""
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
-    env |= {"BDRE_VAR_DIR": str(tmp_path / "var"), "SPARK_MASTER": "local[2]"}
-    manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "--noinput"], env=env, check=True, capture_output=True)
-    done = subprocess.run(
-        [*manage, "demo", "--run", "--timeout", "400", "--files", "2", "--events", "400"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=480,
-    )
-    log = tmp_path / "var" / "demo-worker.log"
-    assert done.returncode == 0, (
-        done.stdout + done.stderr + (log.read_text() if log.exists() else "")
-    )
-    out = done.stdout
+    assert local_demo.returncode == 0, local_demo.out + local_demo.log
+    out = local_demo.out
     assert re.search(r"login:\s+demo / \S+", out)
     for job in JOBS:
         assert f"last finished run of {job}: SUCCESS" in out, out
-    counts = {k: int(v) for k, v in re.findall(r"^\s+([a-z ,]+):\s+(\d+)$", out, re.M)}
+    counts = local_demo.counts()
     assert counts["files registered"] == 3  # 2, then 1 more; the one being written waits
     assert (
         counts["events in"]

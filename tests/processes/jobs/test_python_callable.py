@@ -140,3 +140,44 @@ def test_an_allowed_function_runs_and_counts(team):
     run = InstanceExec.objects.filter(process__name="tool_call").get()
     assert run.counters["called"] == "processes.examples.log_batches"
     assert run.counters["batches"] >= 1
+
+
+# --- a callable written for a driver in the worker, under Spark Connect -------------------
+
+
+@pytest.mark.spark
+def test_a_callable_using_the_spark_context_says_a_connect_session_has_none(team, spark):
+    from processes.jobs.spark_session import is_connect
+
+    outcome = orchestrator.run_job(
+        callable_job(team, "tests.processes.callables.spark_context_user").pk
+    )
+    run = InstanceExec.objects.filter(process__parent__name="tool").get()
+    if not is_connect(spark):  # a driver in this process: the SparkContext is there
+        assert outcome.succeeded, outcome.error
+        assert run.counters["parallelism"] >= 1
+        return
+    assert not outcome.succeeded
+    assert run.exec_state_id == ExecState.FAILED
+    assert run.error.startswith(
+        "SparkConnectUnsupported: callable 'tests.processes.callables.spark_context_user' "
+        "uses `sparkContext`, which a Spark Connect session (SPARK_REMOTE) does not have"
+    ), run.error
+    log = ProcessLog.objects.get(instance_exec=run, message_id="callable.connect")
+    assert "`sparkContext`" in log.message
+
+
+def test_what_a_connect_session_lacks_is_named_without_spark(team, monkeypatch):
+    """The message, from the error a Connect session raises (made here: no session)."""
+    from pyspark.errors import PySparkAttributeError
+
+    def lacking(context):
+        raise PySparkAttributeError(
+            errorClass="JVM_ATTRIBUTE_NOT_SUPPORTED", messageParameters={"attr_name": "_jvm"}
+        )
+
+    monkeypatch.setattr("tests.processes.callables.sleep", lacking)
+    outcome = orchestrator.run_job(callable_job(team, "tests.processes.callables.sleep").pk)
+    assert not outcome.succeeded
+    run = InstanceExec.objects.filter(process__parent__name="tool").get()
+    assert "uses `_jvm`, which a Spark Connect session (SPARK_REMOTE)" in run.error, run.error

@@ -15,6 +15,7 @@ from processes import orchestrator
 from processes.jobs import spark_cleanse, spark_sql
 from processes.models import InstanceExec
 from processes.registry import StepSpec, create_job
+from tests.conftest import one_jvm_only
 from tests.factories import JOB_TYPE, grant_root
 from tests.lineage.openlineage_schema import validate_run_event
 from tests.lineage.test_extract import deeply_nested
@@ -264,6 +265,8 @@ def fail_once(context):
     return {}
 
 
+# An in-memory Derby database is one JVM's: a cluster's executors would write to their own.
+@one_jvm_only
 def test_export_to_a_jdbc_table(team, lake, spark):
     landing = lake / "landing"
     (landing / "a.tsv").write_text("id\tname\n1\tone\n2\ttwo\n")

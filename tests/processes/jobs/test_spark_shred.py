@@ -107,7 +107,9 @@ def test_shred_counts_every_row_and_writes_the_tables(pipeline, lake, spark, set
         "part-0002.tsv",
     }
     run_row = InstanceExec.objects.get(process__name="shred_events")
-    assert run_row.spark_application_id.startswith("local-")
+    # The session's application (local-..., app-... on a cluster; with a Connect session's
+    # id after it).
+    assert run_row.spark_application_id.startswith(spark.conf.get("spark.app.id"))
 
 
 @pytest.mark.parametrize("manifest", ["database", "parquet"])

@@ -181,6 +181,10 @@ SPARK_REFUSES = [
     ("ADD JAR /tmp/evil.jar", "one query"),
     ("CREATE TABLE lake.x LOCATION '/tmp/elsewhere' AS SELECT 1 AS a", "one query"),
     ("INSERT INTO lake.stolen SELECT 1", "one query"),
+    # Command words Spark would also read as a table's name after FROM (
+    ("RESET", "one query"),
+    ("USE other", "one query"),
+    ("CLEAR CACHE", "one query"),
 ]
 
 

@@ -1,0 +1,86 @@
+"""`make demo`'s non-interactive part run in a process of its own, and what it leaves: the
+numbers it prints and the rows of every table it wrote (tests/processes/test_demo.py runs it
+on local[2], tests/cluster/ on a standalone cluster and through Spark Connect)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class DemoRun:
+    var_dir: Path
+    returncode: int
+    out: str
+    log: str  # the process's stderr and the embedded worker's log, for a failure's message
+
+    def counts(self) -> dict[str, int]:
+        return {k: int(v) for k, v in re.findall(r"^\s+([a-z ,]+):\s+(\d+)$", self.out, re.M)}
+
+    def tables(self) -> dict[str, list[tuple[object, ...]]]:
+        """Each table the demo wrote (``db.table``), as its sorted rows without ``batch_id``:
+        batch ids depend on how many scans ran before the files were ready, the rows do not.
+        What names the run's own files stands for them: its folder (``<var>``), the time in
+        a landed file's name (``events-<time>-01.tsv``; the demo names files by when they
+        land) and so the new ids minted for synthetic duplicates, which are derived from the
+        file's name (``<minted>``; the duplicate context keeps each one's original id)."""
+        import pyarrow.dataset as ds
+
+        folders = [
+            folder
+            for folder in sorted((self.var_dir / "warehouse").glob("team-*/*/*"))
+            if folder.is_dir() and any(folder.glob("batch_id=*"))
+        ]
+        data = {
+            f"{folder.parent.name}.{folder.name}": ds.dataset(
+                folder, format="parquet", partitioning="hive"
+            ).to_table()
+            for folder in folders
+        }
+        duplicates = data.get("default.com_snowplowanalytics_snowplow_duplicate_1")
+        minted = set(duplicates.column("root_id").to_pylist()) if duplicates is not None else set()
+
+        def stable(value: object) -> object:
+            if not isinstance(value, str):
+                return value
+            if value in minted:
+                return "<minted>"
+            value = value.replace(str(self.var_dir), "<var>")
+            return re.sub(r"events-\d{8}-\d{6}-", "events-<time>-", value)
+
+        tables = {}
+        for name, table in data.items():
+            columns = [c for c in table.column_names if c != "batch_id"]
+            rows = [
+                tuple(stable(row[c]) for c in columns) for row in table.select(columns).to_pylist()
+            ]
+            tables[name] = sorted(rows, key=repr)
+        return tables
+
+
+def run_demo(var_dir: Path, **env: str) -> DemoRun:
+    """Migrate and run ``manage.py demo --run`` (2 files of 400 events, then 1 more) with
+    ``env`` (``SPARK_MASTER``, ``SPARK_REMOTE``) on the embedded default."""
+    environ = {
+        k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")
+    }
+    environ |= {"BDRE_VAR_DIR": str(var_dir), "SPARK_MASTER": "local[2]", **env}
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "--noinput"], env=environ, check=True, capture_output=True)
+    done = subprocess.run(
+        [*manage, "demo", "--run", "--timeout", "400", "--files", "2", "--events", "400"],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=480,
+    )
+    worker_log = var_dir / "demo-worker.log"
+    log = done.stderr + (worker_log.read_text() if worker_log.exists() else "")
+    return DemoRun(var_dir, done.returncode, done.stdout, log)
