@@ -18,9 +18,12 @@ RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM python:3.11.14-slim-bookworm
 
-# PySpark 4 runs on Java 17 (Debian's); procps and curl serve the health checks.
+# PySpark 4 runs on Java 17 (Debian's); procps and curl serve the health checks;
+# libpostgresql-jdbc-java is the published catalog's PostgreSQL metastore driver
+# (/usr/share/java/postgresql.jar, BDRE_METASTORE_JDBC_JAR).
 RUN apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps curl \
+        libpostgresql-jdbc-java \
     && rm -rf /var/lib/apt/lists/*
 
 # The dependencies are the exact versions pyproject.toml pins (PySpark among them: its

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.http import HttpRequest
 
 from batches import queue
 from batches.models import (
@@ -8,6 +9,7 @@ from batches.models import (
     Batch,
     BatchConsumpQueue,
     BatchStatus,
+    CatalogState,
     EtlDriver,
     EventManifest,
     File,
@@ -15,7 +17,7 @@ from batches.models import (
     ScanState,
     TableShare,
 )
-from bdre.admin import MasterTableAdmin, ReadOnlyAdmin, ScopedAdmin
+from bdre.admin import MasterTableAdmin, ReadOnlyAdmin, ScopedAdmin, SuperuserOnly
 from bdre.errors import BdreError
 
 admin.site.register(BatchStatus, MasterTableAdmin)
@@ -148,3 +150,29 @@ class EventManifestAdmin(ReadOnlyAdmin):
     list_display = ("event_id", "fingerprint", "run_id", "etl_time", "manifest")
     list_filter = ("manifest",)
     search_fields = ("=event_id", "=fingerprint")
+
+
+@admin.register(CatalogState)
+class CatalogStateAdmin(SuperuserOnly, ReadOnlyAdmin):
+    """The published catalog's last sync, its summary and its error (batches.catalog): the
+    installation's, no team's, and written by the sync only."""
+
+    list_display = ("synced_at", "running_until", "error")
+    readonly_fields = (
+        "synced_at",
+        "tables_digest",
+        "run_watermark",
+        "running_until",
+        "summary",
+        "error",
+    )
+
+    # SuperuserOnly lets superusers add and change; this row is the sync's alone.
+    def has_add_permission(self, request: HttpRequest, *args: object) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

@@ -351,3 +351,28 @@ class EventManifest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event_id}/{self.fingerprint} (run {self.run_id})"
+
+
+class CatalogState(models.Model):
+    """The published catalog's last sync (``batches.catalog``), one row: what the database
+    said when it started, so that the periodic task syncs only after a change, and a lease
+    so that one sync runs at a time."""
+
+    synced_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the last successful sync started."
+    )
+    tables_digest = models.CharField(max_length=64, blank=True)
+    run_watermark = models.BigIntegerField(
+        default=0, help_text="The lowest run id that could end after the last sync started."
+    )
+    running_until = models.DateTimeField(
+        null=True, blank=True, help_text="A sync is running; its lease ends then."
+    )
+    summary = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True, help_text="Why the last sync failed, if it did.")
+
+    class Meta:
+        verbose_name = "catalog state"
+
+    def __str__(self) -> str:
+        return f"catalog synced at {self.synced_at or 'never'}"

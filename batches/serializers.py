@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.contrib.auth.models import Group
 from rest_framework import serializers
 
+from batches import catalog
 from batches.models import (
     ArchiveConsumpQueue,
     Batch,
@@ -102,6 +103,10 @@ class TableSerializer(serializers.ModelSerializer):
     shared = serializers.SerializerMethodField(
         help_text="True for another team's table shared with one of your teams (read-only)."
     )
+    catalog_name = serializers.SerializerMethodField(
+        help_text="Its name in the published catalog (t<team id>_<db>.<table>), where a "
+        "user's own SparkSession finds it (docs/operations.md, 'The catalog')."
+    )
 
     class Meta:
         model = HiveTable
@@ -117,11 +122,15 @@ class TableSerializer(serializers.ModelSerializer):
             "comments",
             "bus_domain",
             "shared",
+            "catalog_name",
         )
         read_only_fields = fields
 
     def get_shared(self, table: HiveTable) -> bool:
         return table.team_id not in self.context.get("own_team_ids", ())
+
+    def get_catalog_name(self, table: HiveTable) -> str:
+        return catalog.catalog_name(table)
 
 
 class TableShareSerializer(serializers.ModelSerializer):

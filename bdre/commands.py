@@ -1,5 +1,10 @@
 """The base of the lifecycle commands: print the result as JSON; on a BdreError print
-``{"code", "message"}`` to stderr and exit with status ``code - 100`` (1 to 15)."""
+``{"code", "message"}`` to stderr and exit with the code as the status (101 to 115).
+
+Exit statuses, for scripts (README, "From the command line"): 0 done; 1 any other error
+(Django's CommandError, a crash); 2 a usage error (argparse); 3 the command ran and what it
+ran failed (``run_process --wait`` of a run that failed); 101-115 the lifecycle's codes. The
+codes are not ``code - 100``: 102 would then be 2, a usage error to any script."""
 
 from __future__ import annotations
 
@@ -13,6 +18,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from bdre.errors import BdreError
 from bdre.ids import is_id
+
+RUN_FAILED = 3
 
 
 def _default(value: object) -> object:
@@ -36,12 +43,19 @@ class JsonCommand(BaseCommand):
     def run(self, **options: object) -> object:
         raise NotImplementedError
 
+    def exit_status(self, result: object) -> int:
+        """The status of a result printed in full: 0, or ``RUN_FAILED`` when what ran failed."""
+        return 0
+
     def handle(self, *args: object, **options: object) -> None:
         try:
             result = self.run(**options)
         except BdreError as error:
             self.stderr.write(json.dumps(error.as_dict()))
-            sys.exit(int(error.code) - 100)
+            sys.exit(int(error.code))
+        status = self.exit_status(result)
         if hasattr(result, "as_dict"):
             result = result.as_dict()
         self.stdout.write(json.dumps(result, default=_default, indent=2))
+        if status:
+            sys.exit(status)

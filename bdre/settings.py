@@ -268,6 +268,9 @@ SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
 # JVM in the worker; SPARK_MASTER, SPARK_UI and SPARK_DRIVER_MEMORY are then the server's own.
 SPARK_REMOTE = env_str("SPARK_REMOTE", "")
 SPARK_UI = env_bool("SPARK_UI", False)
+# Spark's event log under BDRE_WAREHOUSE/spark-events, for a History Server to read
+# (docs/operations.md, "The Spark UI and the event log").
+SPARK_EVENT_LOG = env_bool("SPARK_EVENT_LOG", False)
 SPARK_SHUFFLE_PARTITIONS = env_int("SPARK_SHUFFLE_PARTITIONS", 0)  # 0: twice the cores
 SPARK_DRIVER_MEMORY = env_str("SPARK_DRIVER_MEMORY", "2g")
 # Any Spark option for every session BDRE makes, as a JSON object (docs/operations.md, "Spark
@@ -287,6 +290,19 @@ BDRE_WAREHOUSE = Path(env_str("BDRE_WAREHOUSE", str(VAR_DIR / "warehouse"))).res
 # registrations name locations only inside their team's folders here and under
 # BDRE_WAREHOUSE, or inside the root of a Server granted to the team (docs/security.md).
 BDRE_LANDING = Path(env_str("BDRE_LANDING", str(VAR_DIR / "landing"))).resolve()
+# The published catalog (docs/operations.md, "The catalog"): BDRE's tables in a Hive
+# metastore for users' own Spark sessions. Embedded Derby under BDRE_WAREHOUSE by default;
+# BDRE_METASTORE_URL (postgres://user@host:port/db) puts it in PostgreSQL, in its own schema,
+# through the JDBC driver jar named here (Debian's libpostgresql-jdbc-java installs it).
+BDRE_CATALOG = env_bool("BDRE_CATALOG", True)
+BDRE_METASTORE_URL = env_str("BDRE_METASTORE_URL", "")
+BDRE_METASTORE_SCHEMA = env_str("BDRE_METASTORE_SCHEMA", "hive_metastore")
+BDRE_METASTORE_JDBC_JAR = env_str("BDRE_METASTORE_JDBC_JAR", "/usr/share/java/postgresql.jar")
+# Beat checks this often whether a table or partition changed, and syncs if one did; a sync
+# happens at least this often anyway (a folder removed outside BDRE leaves no trace in the
+# database).
+BDRE_CATALOG_SYNC_SECONDS = env_int("BDRE_CATALOG_SYNC_SECONDS", 60)
+BDRE_CATALOG_RESYNC_SECONDS = env_int("BDRE_CATALOG_RESYNC_SECONDS", 3600)
 # The JDBC driver classes a spark.export step may name (Spark loads the class by its name).
 BDRE_JDBC_DRIVERS = env_list(
     "BDRE_JDBC_DRIVERS",

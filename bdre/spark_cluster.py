@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -34,20 +35,36 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).parent
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        port: int = s.getsockname()[1]
-        return port
+@dataclass
+class Daemons:
+    """Spark daemons this module started, in process groups of their own, until ``stop``."""
+
+    host: str
+    port: int
+    work_dir: Path
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list, kw_only=True)
+    # Where this start's lines begin in each daemon's log (a user's work dir keeps the
+    # logs of earlier starts).
+    log_offsets: dict[str, int] = field(default_factory=dict, kw_only=True)
+
+    def stop(self) -> None:
+        # spark-class execs the JVM, so each process group is one daemon. The last started
+        # goes first (a Worker before its Master, which then does not log it as lost).
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        self.processes.clear()
 
 
 @dataclass
-class Cluster:
-    host: str
-    port: int
+class Cluster(Daemons):
     ui_port: int
-    work_dir: Path
-    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     @property
     def master_url(self) -> str:
@@ -68,39 +85,14 @@ class Cluster:
         assert isinstance(workers, list)
         return sum(1 for w in workers if w.get("state") == "ALIVE")
 
-    def stop(self) -> None:
-        _stop(self.processes)
-
 
 @dataclass
-class ConnectServer:
-    host: str
-    port: int
+class ConnectServer(Daemons):
     master: str
-    work_dir: Path
-    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     @property
     def remote_url(self) -> str:
         return f"sc://{self.host}:{self.port}"
-
-    def stop(self) -> None:
-        _stop(self.processes)
-
-
-def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
-    # spark-class execs the JVM, so each process group is one daemon. The last started goes
-    # first (a Worker before its Master, which then does not log it as lost).
-    for process in reversed(processes):
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-    for process in processes:
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    processes.clear()
 
 
 # The daemons' command lines: the same here and in the container image's entrypoint
@@ -127,6 +119,18 @@ def worker_command(
     ]
 
 
+CONNECT_SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService"
+
+
+def connect_conf(conf: dict[str, str], host: str, port: int) -> dict[str, str]:
+    """A Connect server's ``--conf`` settings: its session's (``conf``) and its binding."""
+    return {
+        **conf,
+        "spark.connect.grpc.binding.address": host,
+        "spark.connect.grpc.binding.port": str(port),
+    }
+
+
 def connect_command(master: str, conf: dict[str, str]) -> list[str]:
     """A Spark Connect server (the wheel's ``SparkConnectServer``, as
     ``sbin/start-connect-server.sh`` runs it) on ``master``; ``conf`` holds its binding
@@ -146,8 +150,10 @@ def daemon_env() -> dict[str, str]:
     return {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_NO_DAEMONIZE": "1"}
 
 
-def _daemon(owner: Cluster | ConnectServer, name: str, command: list[str]) -> None:
-    with (owner.work_dir / f"{name}.log").open("ab") as log:
+def _daemon(owner: Daemons, name: str, command: list[str]) -> None:
+    path = owner.work_dir / f"{name}.log"
+    with path.open("ab") as log:
+        owner.log_offsets[name] = log.tell()
         owner.processes.append(
             subprocess.Popen(
                 command,
@@ -160,7 +166,35 @@ def _daemon(owner: Cluster | ConnectServer, name: str, command: list[str]) -> No
         )
 
 
-def _log_tail(owner: Cluster | ConnectServer) -> str:
+_STARTED = re.compile(rb"Successfully started service '([^']+)' on port (\d+)\.")
+
+
+def bound_port(log: Path, service: str, offset: int = 0) -> int | None:
+    """The port a daemon's ``service`` listens on, from its log (read from ``offset``), once
+    it has bound one.
+
+    Spark binds the port it is given, the next one when that is taken, or any free one for
+    0: the log, not the port asked for, is the only answer that cannot race with another
+    process taking a port that looked free.
+    """
+    with log.open("rb") as lines:
+        lines.seek(offset)
+        ports = [int(m[2]) for m in _STARTED.finditer(lines.read()) if m[1].decode() == service]
+    return ports[-1] if ports else None
+
+
+def _wait_for_port(owner: Daemons, name: str, service: str, deadline: float) -> int:
+    log = owner.work_dir / f"{name}.log"
+    while (port := bound_port(log, service, owner.log_offsets[name])) is None:
+        if any(p.poll() is not None for p in owner.processes):
+            raise ClusterError(f"a Spark daemon exited\n{_log_tail(owner)}")
+        if time.monotonic() > deadline:
+            raise ClusterError(f"{service} did not start\n{_log_tail(owner)}")
+        time.sleep(0.2)
+    return port
+
+
+def _log_tail(owner: Daemons) -> str:
     tails = []
     for name in ("master", "worker", "connect"):
         path = owner.work_dir / f"{name}.log"
@@ -188,21 +222,24 @@ def start(
     timeout: float = 90,
 ) -> Cluster:
     """A Master and one Worker (``cores``, ``memory`` for executors), up and registered; stop
-    it with :meth:`Cluster.stop`. Port 0 picks a free one."""
+    it with :meth:`Cluster.stop`. Port 0 lets Spark pick a free one; the ports on the
+    returned cluster are the ones bound."""
     work_dir.mkdir(parents=True, exist_ok=True)
-    cluster = Cluster(host, port or free_port(host), ui_port or free_port(host), work_dir)
+    cluster = Cluster(host=host, port=port, work_dir=work_dir, ui_port=ui_port)
+    deadline = time.monotonic() + timeout
     try:
-        _daemon(cluster, "master", master_command(host, cluster.port, cluster.ui_port))
+        _daemon(cluster, "master", master_command(host, port, ui_port))
+        cluster.port = _wait_for_port(cluster, "master", "sparkMaster", deadline)
+        cluster.ui_port = _wait_for_port(cluster, "master", "MasterUI", deadline)
         worker = worker_command(
             cluster.master_url,
             host=host,
             cores=cores,
             memory=memory,
-            ui_port=free_port(host),
+            ui_port=0,
             work_dir=work_dir / "work",
         )
         _daemon(cluster, "worker", worker)
-        deadline = time.monotonic() + timeout
         while True:
             if any(p.poll() is not None for p in cluster.processes):
                 raise ClusterError(f"a Spark daemon exited\n{_log_tail(cluster)}")
@@ -210,7 +247,7 @@ def start(
                 if cluster.alive_workers() >= 1:
                     return cluster
             except OSError:
-                pass  # the master's UI is not listening yet
+                pass  # the master's UI is not serving yet
             if time.monotonic() > deadline:
                 raise ClusterError(f"no worker registered in {timeout:.0f} s\n{_log_tail(cluster)}")
             time.sleep(0.5)
@@ -228,19 +265,17 @@ def start_connect(
     port: int = 0,
     timeout: float = 90,
 ) -> ConnectServer:
-    """A Spark Connect server on ``master``, listening on ``host:port``, with ``conf`` as its
-    session's configuration: static settings (the SQL sandbox's, the warehouse) can only be
-    set here, never by a client. Stop it with :meth:`ConnectServer.stop`."""
+    """A Spark Connect server on ``master``, listening on ``host:port`` (0: a free port, the
+    one bound is on the returned server), with ``conf`` as its session's configuration:
+    static settings (the SQL sandbox's, the warehouse) can only be set here, never by a
+    client. Stop it with :meth:`ConnectServer.stop`."""
     work_dir.mkdir(parents=True, exist_ok=True)
-    server = ConnectServer(host, port or free_port(host), master, work_dir)
-    settings = {
-        "spark.connect.grpc.binding.address": host,
-        "spark.connect.grpc.binding.port": str(server.port),
-        **(conf or {}),
-    }
+    server = ConnectServer(host=host, port=port, work_dir=work_dir, master=master)
+    settings = connect_conf(conf or {}, host, port)
+    deadline = time.monotonic() + timeout
     try:
         _daemon(server, "connect", connect_command(master, settings))
-        deadline = time.monotonic() + timeout
+        server.port = _wait_for_port(server, "connect", CONNECT_SERVICE, deadline)
         while not _listening(host, server.port):
             if server.processes[0].poll() is not None:
                 raise ClusterError(f"the Spark Connect server exited\n{_log_tail(server)}")

@@ -4,6 +4,8 @@ orchestration benchmark start one: both queues, optionally Beat, its own process
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import os
 import signal
 import subprocess
@@ -39,7 +41,20 @@ def start_worker(
         stdout=log.open("a"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        preexec_fn=functools.partial(_die_with_parent, os.getpid()),
     )
+
+
+def _die_with_parent(parent: int) -> None:
+    # The worker leads a process group of its own, so a kill of its parent's group (a test's
+    # timeout kills `manage.py demo`, a Ctrl-C, the OOM killer) would leave it and its Spark
+    # JVMs running, claiming the next run's work. Linux tells it when its parent dies: it
+    # then takes the SIGTERM of a warm shutdown.
+    if sys.platform == "linux":
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # it died before the request: nobody would tell
+            os._exit(1)
 
 
 def stop_worker(worker: subprocess.Popen, timeout: float = 30) -> None:

@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import mark_safe
 
+from batches import catalog, tables
 from lineage import graphs, visibility
 
 
@@ -54,6 +55,7 @@ def node(request: HttpRequest, pk: int) -> HttpResponse:
         request,
         "lineage/node.html",
         {
+            "catalog_name": _catalog_name(table.team_id, table.qualified_name),
             "node": found,
             "table": table,
             "level": level,
@@ -62,3 +64,18 @@ def node(request: HttpRequest, pk: int) -> HttpResponse:
             "columns": visibility.columns(user, table),
         },
     )
+
+
+def _catalog_name(team_id: int | None, qualified_name: str) -> str:
+    """Where a user's own SparkSession finds the table: its name in the published catalog
+    (docs/operations.md, "The catalog"), if it is a registered table of its team."""
+    if team_id is None:
+        return ""
+    database, table = tables.split_name(qualified_name)
+    registered = (
+        tables.own_tables(team_id)
+        .filter(dbname__iexact=database, table_name__iexact=table)
+        .order_by("pk")
+        .first()
+    )
+    return catalog.catalog_name(registered) if registered else ""

@@ -101,7 +101,7 @@ class ProcessAdmin(ScopedAdmin):
 
     @admin.action(description="Run the selected jobs now")
     def run_now(self, request: HttpRequest, queryset: QuerySet[Process]) -> None:
-        self._each_job(request, queryset, "Queued", tasks.enqueue_run)
+        self._each_job(request, queryset, "Started", tasks.start_run)
 
     @admin.action(description="Terminate the running run of the selected jobs")
     def terminate(self, request: HttpRequest, queryset: QuerySet[Process]) -> None:

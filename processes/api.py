@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Q
+from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
@@ -47,8 +48,8 @@ from processes.serializers import (
     ProcessSerializer,
     PropertySerializer,
     RunDetailSerializer,
-    RunQueuedSerializer,
     RunSerializer,
+    RunStartedSerializer,
     ScheduleSerializer,
     ServerSerializer,
     StepInput,
@@ -257,14 +258,27 @@ class ProcessViewSet(ScopedViewSet):
 
     @extend_schema(
         request=InitJobInput,
-        responses={202: RunQueuedSerializer, **ERRORS},
-        description="Run now: queue a whole run of the job on the workers.",
+        responses={201: RunStartedSerializer, **ERRORS},
+        description=(
+            "Run now: start a run of the job (its batches claimed now) and send its steps to "
+            "the workers. The answer names the new run; 409 when a run is going (104) or "
+            "there is nothing new to consume (112, 109)."
+        ),
     )
     @action(detail=True, methods=["post"])
     def run(self, request: Request, pk: str) -> Response:
         job = self._job(request, pk)
-        tasks.enqueue_run(job, _body(InitJobInput, request).get("max_batch"))
-        return Response({"queued": job}, status=status.HTTP_202_ACCEPTED)
+        started = tasks.start_run(job, _body(InitJobInput, request).get("max_batch"))
+        run_id = started.instance_exec_id
+        url = request.build_absolute_uri(reverse("run-detail", args=[run_id]))
+        body = {
+            "run": run_id,
+            "url": url,
+            "page": request.build_absolute_uri(reverse("ui-run", args=[run_id])),
+            "target_batch_id": started.target_batch_id,
+            "is_rerun": started.is_rerun,
+        }
+        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": url})
 
     @extend_schema(
         request=TermInput,

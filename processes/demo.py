@@ -13,6 +13,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, User
 from django.db import transaction
@@ -232,6 +233,7 @@ class DemoSummary:
     runs: dict[str, str]  # job -> state of its last finished run
     counters: dict[str, int]  # the shred step's counters, summed over its runs
     tables: list[str]
+    catalog: list[str]  # the tables' names in the published catalog
 
     def lines(self) -> list[str]:
         c = self.counters
@@ -260,10 +262,18 @@ class DemoSummary:
             "in events out under new ids, each with a duplicate context naming its original id",
         ]
         out.append(f"  tables written:      {', '.join(self.tables) or 'none yet'}")
+        if self.catalog:
+            # Beat's periodic sync publishes them (docs/operations.md, "The catalog").
+            out.append(f"  in the catalog as:   {', '.join(self.catalog)}")
+            out.append(
+                "                       (published by Beat's periodic sync; now: manage.py "
+                "sync_catalog; a notebook's session: manage.py sync_catalog --print-conf)"
+            )
         return out
 
 
 def summary(setup: DemoSetup) -> DemoSummary:
+    from batches import catalog
     from batches.models import Batch, File, HiveTable
 
     app = setup.application
@@ -289,6 +299,11 @@ def summary(setup: DemoSetup) -> DemoSummary:
         counters=totals,
         tables=sorted(
             f"{t.dbname}.{t.table_name}" for t in HiveTable.objects.filter(bus_domain=app)
+        ),
+        catalog=sorted(
+            catalog.catalog_name(t)
+            for t in HiveTable.objects.filter(bus_domain=app)
+            if settings.BDRE_CATALOG
         ),
     )
 

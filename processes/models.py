@@ -288,6 +288,15 @@ class InstanceExec(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     spark_application_id = models.CharField(max_length=128, blank=True)
+    spark_conf = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="A Spark step run's Spark options, the installation's and its own (secrets "
+        "redacted).",
+    )
+    spark_ui_url = models.CharField(
+        max_length=255, blank=True, help_text="The Spark UI of the step's application, if on."
+    )
     worker = models.CharField(max_length=255, blank=True)
     error = models.TextField(blank=True)
     counters = models.JSONField(default=dict, blank=True)

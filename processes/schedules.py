@@ -21,6 +21,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
+from bdre.beat import ensure_interval_task
 from processes.models import Process, Property
 
 RUN_TASK = "processes.tasks.run_process"
@@ -235,11 +236,4 @@ def _schedule(task: PeriodicTask | None, on_upstream: bool) -> Schedule:
 
 def ensure_reaper(every_seconds: int = 60) -> PeriodicTask:
     """The periodic reaper of expired runs (idempotent)."""
-    interval, _ = IntervalSchedule.objects.get_or_create(
-        every=every_seconds, period=IntervalSchedule.SECONDS
-    )
-    task, _ = PeriodicTask.objects.update_or_create(
-        name=REAPER_NAME,
-        defaults={"interval": interval, "crontab": None, "task": REAPER_TASK, "enabled": True},
-    )
-    return task
+    return ensure_interval_task(REAPER_NAME, REAPER_TASK, every_seconds)

@@ -45,6 +45,8 @@ class RunSerializer(serializers.ModelSerializer):
             "target_batch",
             "worker",
             "spark_application_id",
+            "spark_ui_url",
+            "spark_conf",
             "error",
             "counters",
         )
@@ -137,8 +139,12 @@ class ScheduleSerializer(serializers.Serializer):
     next_run = serializers.DateTimeField(read_only=True, allow_null=True)
 
 
-class RunQueuedSerializer(serializers.Serializer):
-    queued = serializers.IntegerField(help_text="the job queued for a run on the workers")
+class RunStartedSerializer(serializers.Serializer):
+    run = serializers.IntegerField(help_text="the new run's id")
+    url = serializers.URLField(help_text="the run in the API (also the Location header)")
+    page = serializers.URLField(help_text="the run's page")
+    target_batch_id = serializers.IntegerField(help_text="the batch the run writes")
+    is_rerun = serializers.BooleanField(help_text="a run of a failed run's batches again")
 
 
 class TerminatedSerializer(serializers.Serializer):

@@ -1,10 +1,11 @@
 """Thin Celery tasks: take ids, call one orchestrator service, hand the next steps on.
 
 The orchestrator decides (which steps are ready, which jobs run on their upstream, which
-queue a step goes to); this module only enqueues: ``enqueue_run`` ("run now", for the API,
-the pages, the admin and the CLI) and ``hand_on`` (after a run started or a step succeeded,
-the one path that sends the next steps and the downstream jobs). The orchestrator never
-imports this module.
+queue a step goes to); this module only starts and enqueues: ``start_run`` ("run now", for
+the API, the pages, the admin and the CLI: the run starts in the request, its steps on the
+workers), ``enqueue_run`` and ``hand_on`` (after a run started or a step succeeded, the one
+path that sends the next steps and the downstream jobs). The orchestrator never imports
+this module.
 
 ``run_process`` starts a run and dispatches its first steps; ``run_step`` runs one step and
 dispatches the steps that became ready (independent branches go to different workers at
@@ -44,14 +45,27 @@ NOTHING_TO_DO = (
 )
 def run_process(self, process_id: int, max_batch: int | None = None) -> dict:
     try:
-        started = orchestrator.start(process_id, max_batch=max_batch, worker=self.request.hostname)
+        started = start_run(process_id, max_batch, worker=self.request.hostname)
     except BdreError as exc:
         if exc.code in NOTHING_TO_DO:
             log.info("process %s not started: %s", process_id, exc.message)
             return {"process_id": process_id, "started": False, **exc.as_dict()}
         raise
-    hand_on(started.instance_exec_id, started.ready, started.downstream)
     return {"process_id": process_id, "started": True, "run": started.instance_exec_id}
+
+
+def start_run(
+    job_id: int, max_batch: int | None = None, *, worker: str | None = None
+) -> orchestrator.Started:
+    """Start a run of the job here and send its first steps to the workers (after the
+    commit). "Run now" from the API, the pages, the admin and the CLI starts the run in the
+    request, so that the answer names the new run, and a job that is running already (104)
+    or has nothing new to consume (112, 109) is the user's answer, not a silent no-op in a
+    worker's log; the schedule and the upstream trigger go through ``run_process``."""
+    _live_job(job_id)
+    started = orchestrator.start(job_id, max_batch=max_batch, worker=worker)
+    hand_on(started.instance_exec_id, started.ready, started.downstream)
+    return started
 
 
 @shared_task(name="processes.tasks.run_step", bind=True, acks_late=True, reject_on_worker_lost=True)
@@ -89,11 +103,16 @@ def _dispatch(job_run_id: int, step_ids: list[int]) -> None:
         transaction.on_commit(send)
 
 
-def enqueue_run(job_id: int, max_batch: int | None = None) -> None:
-    """Run now: queue a whole run of the job on the workers (after the commit)."""
+def _live_job(job_id: int) -> None:
     job = Process.objects.filter(pk=job_id, deleted=False).first()
     if job is None or job.parent_id is not None:
         raise BdreError(Code.INVALID_PARENT_PROCESS, f"{job_id} is not a live job")
+
+
+def enqueue_run(job_id: int, max_batch: int | None = None) -> None:
+    """Queue a whole run of the job on the workers (after the commit): the downstream jobs
+    a run triggers."""
+    _live_job(job_id)
     transaction.on_commit(
         lambda: run_process.apply_async((job_id, max_batch), queue=settings.BDRE_QUEUE)
     )

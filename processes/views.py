@@ -136,8 +136,12 @@ def job_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     job = _job(request, pk, Role.DEVELOPER)
     try:
         if action == "run":
-            tasks.enqueue_run(job.pk)
-            messages.success(request, f"A run of {job.name} is queued.")
+            started = tasks.start_run(job.pk)
+            messages.success(
+                request,
+                f"Run {started.instance_exec_id} of {job.name} started: its steps are queued "
+                "on the workers.",
+            )
         elif action == "terminate":
             run_id = orchestrator.terminate(job.pk, f"terminated by {request.user}")
             messages.success(request, f"Run {run_id} of {job.name} is terminated.")

@@ -130,13 +130,13 @@ def team(db) -> Team:
 
 @pytest.fixture
 def sent(monkeypatch):
-    """The runs queued on Celery, instead of sending them: ``[((job_id, max_batch), kw)]``."""
+    """The tasks sent to Celery, instead of sending them: ``[((job_id, max_batch), kw)]`` of
+    the runs queued, ``[((job_run_id, step_id), kw)]`` of the steps."""
     from processes import tasks
 
     calls: list[tuple] = []
-    monkeypatch.setattr(
-        tasks.run_process, "apply_async", lambda args, **kw: calls.append((args, kw))
-    )
+    for task in (tasks.run_process, tasks.run_step):
+        monkeypatch.setattr(task, "apply_async", lambda args, **kw: calls.append((args, kw)))
     return calls
 
 

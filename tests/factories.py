@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.utils import timezone
 
-from batches.models import Batch, BatchConsumpQueue, BatchState, File
+from batches.models import Batch, BatchConsumpQueue, BatchState, File, HiveTable
 from bdre.models import Membership, Role
 from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind, QueryKind
 from processes.models import BusDomain, ExecState, InstanceExec, Process, Property, Server
@@ -124,6 +124,21 @@ class FileFactory(factory.django.DjangoModelFactory):
     file_size = 100
     file_hash = factory.Sequence(lambda n: f"hash{n}")
     creation_ts = factory.LazyFunction(timezone.now)
+
+
+class HiveTableFactory(factory.django.DjangoModelFactory):
+    """A table written by a step of ``bus_domain`` (so its team's), partitioned by batch."""
+
+    class Meta:
+        model = HiveTable
+
+    dbname = "default"
+    table_name = factory.Sequence(lambda n: f"table{n}")
+    bus_domain = factory.SubFactory(BusDomainFactory)
+    team = factory.LazyAttribute(lambda t: t.bus_domain.team)
+    location = factory.LazyAttribute(lambda t: f"/warehouse/{t.dbname}/{t.table_name}")
+    location_type = HiveTable.LocationType.EXTERNAL
+    batch_id_partition_col = "batch_id"
 
 
 class ServerFactory(factory.django.DjangoModelFactory):

@@ -96,7 +96,7 @@ RESOURCES = {
         make=lambda app: PropertyFactory(process=StepFactory(parent=JobFactory(bus_domain=app))),
         create=lambda app: {
             "process": StepFactory(parent=JobFactory(bus_domain=app)).pk,
-            "config_group": "spark",
+            "config_group": "options",
             "key": "executor_memory",
             "value": "2g",
         },

@@ -56,6 +56,7 @@ from batches.models import (
     Batch,
     BatchConsumpQueue,
     BatchState,
+    CatalogState,
     EtlDriver,
     EventManifest,
     File,
@@ -277,6 +278,7 @@ def build_world() -> SimpleNamespace:
         run_id=1,
         etl_time=timezone.now(),
     )
+    CatalogState.objects.create(summary=["t1_alpha_db.src: created"])
     Token.objects.create(user=w.users[OWNER])
     ClockedSchedule.objects.create(clocked_time=timezone.now() + timedelta(days=1))
     CrontabSchedule.objects.create(minute="5")
@@ -565,9 +567,9 @@ API_TABLE = [
         "POST",
         lambda w: f"/processes/{w.job.pk}/run/",
         Need.DEVELOPER,
-        ok=202,
+        ok=201,
         body=lambda w: {},
-        probe=lambda w: len(w.sent),
+        probe=lambda w: (_runs_of(w.job), len(w.sent)),
     ),
     _api(
         "process-terminate",
@@ -657,7 +659,7 @@ API_TABLE = [
         kind="create",
         body=lambda w: {
             "process": w.step.pk,
-            "config_group": "spark",
+            "config_group": "options",
             "key": "executor_memory",
             "value": "2g",
         },
@@ -1072,7 +1074,7 @@ PAGE_TABLE = [
         "POST",
         lambda w: f"/jobs/{w.job.pk}/run/",
         Need.DEVELOPER,
-        probe=lambda w: len(w.sent),
+        probe=lambda w: (_runs_of(w.job), len(w.sent)),
         label="run",
     ),
     _page(
@@ -1341,6 +1343,7 @@ ADMIN_READ_ONLY = {
     "batches.batchconsumpqueue",
     "batches.archiveconsumpqueue",
     "batches.eventmanifest",
+    "batches.catalogstate",
     "lineage.lineagenodetype",
     "lineage.lineagequerytype",
 }
@@ -1587,14 +1590,17 @@ def _check_list(world: W, op: Op, actor: Actor, response) -> None:
 
 @pytest.fixture
 def sent(world, monkeypatch):
-    """The runs queued on Celery, instead of sending them."""
+    """The runs and steps queued on Celery, instead of sending them."""
     from processes import tasks
 
     world.sent = []
-    monkeypatch.setattr(
-        tasks.run_process, "apply_async", lambda args, **kw: world.sent.append((args, kw))
-    )
+    for task in (tasks.run_process, tasks.run_step):
+        monkeypatch.setattr(task, "apply_async", lambda args, **kw: world.sent.append((args, kw)))
     return world.sent
+
+
+def _runs_of(job) -> int:
+    return InstanceExec.objects.filter(process=job).count()
 
 
 CASES = [(op, actor) for op in TABLE for actor in ACTORS]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,9 +80,21 @@ class JobContext:
 def run_step(context: JobContext) -> Counters:
     """Run the step's kind and store what it counted on the step's run."""
     kind = context.step.process_type.job_kind
-    counters = get(kind)(context) or {}
+    job = get(kind)
+    with _session_for(kind, context):
+        counters = job(context) or {}
     InstanceExec.objects.filter(pk=context.step_run_id).update(counters=counters)
     return counters
+
+
+def _session_for(kind: str, context: JobContext) -> AbstractContextManager[object]:
+    """A Spark step runs with its own Spark options on the worker's session; the other
+    kinds never import PySpark."""
+    if not kind.startswith("spark."):
+        return nullcontext()
+    from processes.jobs.spark_io import step_session
+
+    return step_session(context)
 
 
 def cancel_running_work() -> None:

@@ -12,6 +12,7 @@ from batches.locations import LocationRefused, TeamStorage, check_step_locations
 from batches.tables import TableNotWritable, check_name, split_name
 from processes.jobs import JobContext
 from processes.jobs.python_callable import RefusedCallable, resolve
+from processes.jobs.spark_session import RefusedSparkOption, step_options
 from processes.jobs.sql_guard import RefusedStatement, check_query
 from processes.models import Property, grouped_properties
 
@@ -43,6 +44,7 @@ REFUSED = (
     RefusedManifestName,
     LocationRefused,
     RefusedDriver,
+    RefusedSparkOption,
 )
 
 # The tables a kind writes (group, key), and whether the value is a whole ``db.table`` or a
@@ -62,9 +64,11 @@ def check_step_properties(
     ``team_id`` would refuse to run: a ``sql.query`` of ``spark.sql`` outside the sandbox, a
     ``callable.path`` of ``python.callable`` outside ``BDRE_CALLABLES`` or naming no
     function, a table a Spark kind writes whose name is no plain identifier
-    (``../../etc.x``), a location outside the team's storage roots (batches.locations)."""
+    (``../../etc.x``), a location outside the team's storage roots (batches.locations), a
+    Spark option a step may not set (spark_session.step_options)."""
     check_step_locations(kind, properties, TeamStorage(team_id))
     check_export_driver(kind, properties)
+    step_options(kind, properties)
     if kind == "spark.sql":
         query = properties.get("sql", {}).get("query")
         if query:

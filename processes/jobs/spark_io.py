@@ -3,14 +3,25 @@ writing per-batch partitions and registering tables. Transforms live beside each
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from batches import tables
 from batches.models import HiveTable
 from processes.jobs import JobContext
-from processes.jobs.spark_session import application_id
-from processes.models import InstanceExec
+from processes.jobs.spark_session import (
+    RefusedSparkOption,
+    application_id,
+    effective_conf,
+    get_spark,
+    step_conf,
+    step_options,
+    ui_url,
+)
+from processes.models import InstanceExec, Property, grouped_properties
 
 BATCH_COLUMN = "batch_id"
 
@@ -26,6 +37,25 @@ def start(context: JobContext, spark: SparkSession) -> None:
     InstanceExec.objects.filter(pk=context.step_run_id).update(
         spark_application_id=application_id(spark)
     )
+
+
+@contextmanager
+def step_session(context: JobContext) -> Iterator[SparkSession]:
+    """The worker's session with the step's own Spark options (its ``spark`` properties,
+    checked again as they are now) while the step runs, put back after it; the options in
+    effect and the Spark UI are recorded on the step's run."""
+    properties = grouped_properties(Property.objects.filter(process=context.step))
+    try:
+        options = step_options(context.step.process_type.job_kind, properties)
+    except RefusedSparkOption as exc:
+        context.log("spark.refused", str(exc), "security")
+        raise
+    spark = get_spark()
+    with step_conf(spark, options):
+        InstanceExec.objects.filter(pk=context.step_run_id).update(
+            spark_conf=effective_conf(spark), spark_ui_url=ui_url(spark)
+        )
+        yield spark
 
 
 class PartitionWrittenTwice(RuntimeError):

@@ -11,6 +11,8 @@ import os
 import re
 import sys
 import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -170,6 +172,13 @@ def session_conf(master: str) -> dict[str, str]:
     }
     if master.startswith("spark://"):
         defaults["spark.cores.max"] = "1"
+    if settings.SPARK_EVENT_LOG:
+        # Under the warehouse, which every BDRE process (and a History Server beside them)
+        # reaches at the same path; Spark does not create the folder and fails without it.
+        events = settings.BDRE_WAREHOUSE / "spark-events"
+        events.mkdir(parents=True, exist_ok=True)
+        defaults["spark.eventLog.enabled"] = "true"
+        defaults["spark.eventLog.dir"] = events.as_uri()
     return {
         **defaults,
         **_checked(spark_defaults()),
@@ -222,3 +231,137 @@ def cancel_all() -> None:
         session.interruptAll()
     else:
         session.sparkContext.cancelAllJobs()
+
+
+# --- per-step options ----------------------------------------------------------------------
+
+# The property group whose keys are Spark options of the step (docs/operations.md).
+STEP_GROUP = "spark"
+
+# What a step may set for itself: runtime SQL options that change how its plans run (their
+# partitions, joins, file sizes, compression), never what it may read or write nor a
+# setting BDRE's steps rely on. They are set on the worker's session for the step and put
+# back after it.
+STEP_OPTIONS = frozenset(
+    {
+        "spark.sql.shuffle.partitions",
+        "spark.sql.files.maxPartitionBytes",
+        "spark.sql.files.openCostInBytes",
+        "spark.sql.files.minPartitionNum",
+        "spark.sql.files.maxRecordsPerFile",
+        "spark.sql.autoBroadcastJoinThreshold",
+        "spark.sql.broadcastTimeout",
+        "spark.sql.parquet.compression.codec",
+        "spark.sql.parquet.filterPushdown",
+        "spark.sql.parquet.mergeSchema",
+        "spark.sql.orc.compression.codec",
+        "spark.sql.execution.arrow.pyspark.enabled",
+        "spark.sql.execution.arrow.maxRecordsPerBatch",
+        "spark.sql.inMemoryColumnarStorage.compressed",
+        "spark.sql.inMemoryColumnarStorage.batchSize",
+        "spark.sql.cbo.enabled",
+        "spark.sql.cbo.joinReorder.enabled",
+        "spark.sql.join.preferSortMergeJoin",
+        "spark.sql.limit.scaleUpFactor",
+    }
+)
+STEP_OPTION_PREFIXES = ("spark.sql.adaptive.",)
+
+
+class RefusedSparkOption(ValueError):
+    pass
+
+
+def _refusal(key: str) -> str | None:
+    if key in STEP_OPTIONS or key.startswith(STEP_OPTION_PREFIXES):
+        return None
+    if key in SANDBOX_CONF or key.startswith(NOT_CONFIGURABLE):
+        return "the Spark SQL sandbox's and the catalog's settings are not a step's to set"
+    if key in runtime_conf():
+        return "BDRE's steps rely on BDRE's own setting of it"
+    if key.startswith("spark.sql."):
+        return "not one of the Spark SQL options a step may set"
+    if key.startswith("spark."):
+        # Executors, driver, cores, memory: fixed when the application starts, and the
+        # worker's one application serves every step it runs, other teams' too.
+        return (
+            "it is fixed when the worker's Spark application starts, and a step cannot start "
+            "one of its own: set it for every session in SPARK_CONF or spark-defaults.conf"
+        )
+    return "not a Spark option (spark.*)"
+
+
+def step_options(kind: str, properties: Mapping[str, Mapping[str, object]]) -> dict[str, str]:
+    """The Spark options a step of ``kind`` sets for itself (its ``spark`` properties), or
+    :class:`RefusedSparkOption` for the first it may not set. The registry asks when the
+    properties are registered, the step again when it runs (a row changed since)."""
+    options = {key: str(value) for key, value in properties.get(STEP_GROUP, {}).items()}
+    if options and not kind.startswith("spark."):
+        raise RefusedSparkOption(
+            f"only Spark steps (spark.*) take {STEP_GROUP} options; this is "
+            f"{kind or 'a job'}: set them on its Spark steps"
+        )
+    for key in sorted(options):
+        reason = _refusal(key)
+        if reason:
+            raise RefusedSparkOption(
+                f"{STEP_GROUP} option {key}: {reason} (docs/operations.md, Per-step Spark options)"
+            )
+    return options
+
+
+@contextmanager
+def step_conf(session: SparkSession, options: Mapping[str, str]) -> Iterator[None]:
+    """``options`` set on ``session`` while the step runs, and the session's own values put
+    back after it: the worker's session outlives the step and runs other steps next."""
+    previous: dict[str, str | None] = {}
+    try:
+        for key, value in options.items():
+            if not session.conf.isModifiable(key):
+                raise RefusedSparkOption(
+                    f"{STEP_GROUP} option {key}: this Spark session cannot change it"
+                )
+            # None: not set on the session, so unset again (back to Spark's default).
+            previous[key] = session.conf.get(key, None)
+            session.conf.set(key, value)
+        yield
+    finally:
+        if previous and not is_stopped(session):
+            _restore(session, previous)
+
+
+def _restore(session: SparkSession, previous: Mapping[str, str | None]) -> None:
+    try:
+        for key, value in previous.items():
+            if value is None:
+                session.conf.unset(key)
+            else:
+                session.conf.set(key, value)
+    except Exception:
+        # The next step (maybe another team's) would run with this one's options: a new
+        # session, made on its first use, has none of them.
+        log.exception("could not put the session's Spark options back; stopping the session")
+        session.stop()
+
+
+# Keys whose values are not shown on a run (Spark's own redaction matches fewer).
+SECRET_KEY = re.compile(r"password|secret|token|key|credential", re.IGNORECASE)
+SECRET_VALUE = re.compile(r"(password|secret|token)=|://[^/@\s]*:[^/@\s]*@", re.IGNORECASE)
+REDACTED = "*** (redacted)"
+
+
+def effective_conf(session: SparkSession) -> dict[str, str]:
+    """Every option set on ``session`` (the installation's, the step's, Spark's own), with
+    the values of the secret-looking ones redacted: what a run records of its Spark."""
+    return {
+        key: REDACTED if SECRET_KEY.search(key) or SECRET_VALUE.search(value) else value
+        for key, value in sorted(session.conf.getAll.items())
+    }
+
+
+def ui_url(session: SparkSession) -> str:
+    """The Spark UI of the session's application, when it has one in this process: none
+    with the UI off, nor through Connect (the server's UI is the server's)."""
+    if is_connect(session):
+        return ""
+    return session.sparkContext.uiWebUrl or ""

@@ -1,5 +1,5 @@
 """The batches' commands (register_file, requeue, discard) from the command line: JSON out,
-and on a BdreError the code and message on stderr with exit status code - 100. scan_files is
+and on a BdreError the code and message on stderr with the code as the exit status. scan_files is
 in ingest/test_commands.py."""
 
 from __future__ import annotations

@@ -120,6 +120,17 @@ def test_the_two_worker_services_together_consume_both_queues():
     assert spark[spark.index("--concurrency") + 1] == "1"
 
 
+def test_the_catalog_is_published_to_a_metastore_on_the_postgresql_service():
+    # The default queue's worker runs the catalog's sync (batches.tasks): with the image's
+    # PostgreSQL JDBC driver, into a schema of the database BDRE already has.
+    env = env_of("worker")
+    metastore = env["BDRE_METASTORE_URL"]
+    assert metastore.startswith("postgres://") and "@postgres:5432/" in metastore
+    assert env.get("BDRE_CATALOG", "on") == "on"
+    assert "libpostgresql-jdbc-java" in DOCKERFILE
+    assert env_of("web")["BDRE_METASTORE_URL"] == metastore
+
+
 def test_one_user_owns_the_volumes():
     # The image creates uid 1000 and gives it the mount points (a named volume takes their
     # ownership when first mounted); every service of the image runs as that user.

@@ -238,23 +238,22 @@ def test_the_spark_roles_start_a_cluster_outside_docker(tmp_path):
     """The master, worker and Connect roles as docker-compose runs them, on 127.0.0.1 and
     free ports: the worker registers with the master, and a query through the Connect
     server runs on the cluster with the SQL sandbox's settings."""
-    port, ui_port, connect = (spark_cluster.free_port() for _ in range(3))
+    # Port 0 everywhere: Spark binds free ports and logs them, so nothing can take a port
+    # between choosing it and binding it.
     env = {
         **os.environ,
         "SPARK_LOCAL_HOSTNAME": "127.0.0.1",
-        "SPARK_MASTER_PORT": str(port),
-        "SPARK_MASTER_WEBUI_PORT": str(ui_port),
-        "SPARK_MASTER_URL": f"spark://127.0.0.1:{port}",
+        "SPARK_MASTER_PORT": "0",
+        "SPARK_MASTER_WEBUI_PORT": "0",
         "SPARK_WORKER_CORES": "2",
         "SPARK_WORKER_MEMORY": "2g",
-        "SPARK_WORKER_WEBUI_PORT": str(spark_cluster.free_port()),
+        "SPARK_WORKER_WEBUI_PORT": "0",
         "SPARK_WORKER_DIR": str(tmp_path / "work"),
-        "SPARK_MASTER": f"spark://127.0.0.1:{port}",
-        "SPARK_CONNECT_PORT": str(connect),
+        "SPARK_CONNECT_PORT": "0",
         "SPARK_CONF": json.dumps({"spark.executor.memory": "1g"}),
         "BDRE_WAREHOUSE": str(tmp_path / "warehouse"),
     }
-    cluster = spark_cluster.Cluster("127.0.0.1", port, ui_port, tmp_path)
+    cluster = spark_cluster.Cluster(host="127.0.0.1", port=0, ui_port=0, work_dir=tmp_path)
 
     def start(role: str) -> None:
         with (tmp_path / f"{role}.log").open("ab") as log:
@@ -281,13 +280,28 @@ def test_the_spark_roles_start_a_cluster_outside_docker(tmp_path):
             assert time.monotonic() < deadline, f"not ready: {what}"
             time.sleep(0.5)
 
+    def bound(role: str, service: str) -> int:
+        found: list[int] = []
+
+        def ready() -> bool:
+            port = spark_cluster.bound_port(tmp_path / f"{role}.log", service)
+            found.extend([port] if port else [])
+            return bool(found)
+
+        wait(ready, f"{role}'s {service}")
+        return found[0]
+
     try:
         start("spark-master")
+        cluster.port = bound("spark-master", "sparkMaster")
+        cluster.ui_port = bound("spark-master", "MasterUI")
+        env["SPARK_MASTER_URL"] = env["SPARK_MASTER"] = cluster.master_url
         start("spark-worker")
         wait(lambda: cluster.alive_workers() == 1, "the worker")
         (worker,) = cluster.state()["workers"]
         assert worker["host"] == "127.0.0.1" and worker["cores"] == 2
         start("spark-connect")
+        connect = bound("spark-connect", spark_cluster.CONNECT_SERVICE)
         wait(lambda: spark_cluster._listening("127.0.0.1", connect), "the Connect server")
         query = (
             "from pyspark.sql import SparkSession\n"

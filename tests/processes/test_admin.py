@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from processes import lifecycle, schedules, tasks
+from processes import lifecycle, schedules
 from processes.models import ExecState, InstanceExec, Process, Server
 from processes.schedules import Schedule
 from tests.conftest import action, url
@@ -28,17 +28,18 @@ def texts(response) -> list[str]:
     return [str(m) for m in response.context["messages"]]
 
 
-def test_run_now_queues_each_selected_job(
-    client, superuser, make_job, monkeypatch, django_capture_on_commit_callbacks
+def test_run_now_starts_each_selected_job(
+    client, superuser, make_job, sent, django_capture_on_commit_callbacks
 ):
-    sent = []
-    monkeypatch.setattr(tasks.run_process, "apply_async", lambda args, **kw: sent.append(args))
     a, b = make_job("a"), make_job("b")
     client.force_login(superuser)
     with django_capture_on_commit_callbacks(execute=True):
         response = act(client, "run_now", a, b)
-    assert sorted(sent) == [(a.pk, None), (b.pk, None)]
-    assert texts(response) == ["Queued: a, b"]
+    runs = {job.pk: InstanceExec.objects.get(process=job).pk for job in (a, b)}
+    assert sorted(args for args, _ in sent) == sorted(
+        (runs[job.pk], step.pk) for job in (a, b) for step in job.steps.all()
+    )
+    assert texts(response) == ["Started: a, b"]
 
 
 def test_pause_and_resume_follow_the_schedule(client, superuser, make_job):

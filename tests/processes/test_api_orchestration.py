@@ -11,13 +11,32 @@ from tests.api import api_as
 pytestmark = pytest.mark.django_db
 
 
-def test_a_developer_runs_a_job_now(team, make_job, sent, django_capture_on_commit_callbacks):
+def test_a_developer_runs_a_job_now_and_gets_the_new_runs_id(
+    team, make_job, sent, django_capture_on_commit_callbacks
+):
     job = make_job("nightly")
     with django_capture_on_commit_callbacks(execute=True):
         response = api_as(team.developer).post(f"/api/v1/processes/{job.pk}/run/", {"max_batch": 5})
-    assert response.status_code == 202, response.content
-    assert response.json() == {"queued": job.pk}
-    assert sent == [((job.pk, 5), {"queue": "celery"})]
+    assert response.status_code == 201, response.content
+    body = response.json()
+    run = InstanceExec.objects.get(process=job)
+    assert body["run"] == run.pk
+    assert body["url"] == f"http://testserver/api/v1/runs/{run.pk}/" == response["Location"]
+    assert body["page"] == f"http://testserver/runs/{run.pk}/"
+    assert body["target_batch_id"] == run.target_batch_id
+    # The run started in the request; its first step is on the workers' queue.
+    (step,) = job.steps.all()
+    assert sent == [((run.pk, step.pk), {"queue": "celery"})]
+    assert api_as(team.viewer).get(body["url"]).json()["id"] == run.pk
+
+
+def test_running_a_job_that_is_running_is_a_409_saying_so(team, make_job, sent):
+    job = make_job("nightly")
+    lifecycle.init_job(job.pk, 1)
+    response = api_as(team.developer).post(f"/api/v1/processes/{job.pk}/run/")
+    assert response.status_code == 409, response.content
+    assert response.json()["code"] == 104
+    assert sent == []
 
 
 @pytest.mark.parametrize(("who", "status"), [("viewer", 403), ("outsider", 404)])

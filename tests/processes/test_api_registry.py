@@ -390,12 +390,12 @@ def test_a_template_with_a_cut_needs_upstream_when_instantiated(team, dev):
 def test_properties_filter_by_process_and_group(team, dev, make_job):
     job = make_job("props")
     step = job.steps.get()
-    registry.set_properties(step, {"spark": {"memory": "2g"}, "other": {"k": "v"}})
-    rows = dev.get("/api/v1/properties/", {"process": step.pk, "config_group": "spark"}).json()
+    registry.set_properties(step, {"options": {"memory": "2g"}, "other": {"k": "v"}})
+    rows = dev.get("/api/v1/properties/", {"process": step.pk, "config_group": "options"}).json()
     assert [(r["key"], r["value"]) for r in rows["results"]] == [("memory", "2g")]
     duplicate = dev.post(
         "/api/v1/properties/",
-        {"process": step.pk, "config_group": "spark", "key": "memory", "value": "1g"},
+        {"process": step.pk, "config_group": "options", "key": "memory", "value": "1g"},
         format="json",
     )
     assert duplicate.status_code == 400

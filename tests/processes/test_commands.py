@@ -1,5 +1,5 @@
 """The lifecycle from the command line: JSON out, and on a BdreError the code and message on
-stderr with exit status code - 100. The batches' own commands are in
+stderr with the code as the exit status. The batches' own commands are in
 tests/batches/test_commands.py."""
 
 from __future__ import annotations
@@ -9,9 +9,13 @@ import json
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from batches.models import BatchConsumpQueue
+from bdre.errors import Code
+from processes.models import InstanceExec, Property
 from tests.processes.conftest import landed, steps_of
+from tests.processes.jobs.test_python_callable import callable_job
 
 pytestmark = pytest.mark.django_db
 
@@ -66,11 +70,32 @@ def test_errors_exit_with_the_code_and_message(make_job):
     job = make_job("p1")
     cli("init_job", "--process-id", str(job.pk))
     status, body = cli_error("init_job", "--process-id", str(job.pk))
-    assert status == 4
+    assert status == 104
     assert body["code"] == 104
     assert "already running" in body["message"]
     assert cli_error("init_step", "--sub-process-id", str(job.pk))[1]["code"] == 103
-    assert cli_error("term_job", "--process-id", "999999")[0] == 2
+    # 102, not 2: a script tells "no such process" from argparse's usage error.
+    assert cli_error("term_job", "--process-id", "999999")[0] == 102
+
+
+def test_a_usage_error_exits_2_and_no_code_collides_with_it(make_job):
+    with pytest.raises(CommandError):  # argparse's exit 2 when run from the shell
+        call_command("init_job", "--max-batch", "x")
+    assert {int(code) for code in Code} == set(range(101, 116))
+
+
+def test_run_process_wait_exits_3_when_the_run_fails(team, make_job):
+    job = callable_job(team, "processes.examples.noop")
+    Property.objects.filter(process__parent=job, config_group="callable").update(
+        value="tests.processes.callables.nothere"
+    )
+    out = io.StringIO()
+    with pytest.raises(SystemExit) as excinfo:
+        call_command("run_process", "--process-id", str(job.pk), "--wait", stdout=out)
+    assert excinfo.value.code == 3
+    outcome = json.loads(out.getvalue())
+    assert outcome["succeeded"] is False
+    assert "RefusedCallable" in outcome["error"]
 
 
 def test_run_process_wait_runs_the_job_here(make_job):
@@ -80,18 +105,24 @@ def test_run_process_wait_runs_the_job_here(make_job):
     assert sorted(map(int, outcome["steps"])) == [s.pk for s in steps_of(job)]
 
 
-def test_run_process_queues_the_job(make_job, monkeypatch, django_capture_on_commit_callbacks):
-    from processes import tasks
-
-    sent = []
-    monkeypatch.setattr(tasks.run_process, "apply_async", lambda args, **kw: sent.append(args))
+def test_run_process_starts_the_run_and_queues_its_steps(
+    make_job, sent, django_capture_on_commit_callbacks
+):
     job = make_job("later")
     with django_capture_on_commit_callbacks(execute=True):
-        assert cli("run_process", "--process-id", str(job.pk)) == {"queued": job.pk}
-    assert sent == [(job.pk, None)]
+        started = cli("run_process", "--process-id", str(job.pk))
+    run = InstanceExec.objects.get(process=job)
+    (step,) = steps_of(job)
+    assert started == {
+        "run": run.pk,
+        "target_batch_id": run.target_batch_id,
+        "is_rerun": False,
+        "steps_queued": [step.pk],
+    }
+    assert [args for args, _ in sent] == [(run.pk, step.pk)]
 
 
-def test_terminate_process_fails_the_running_run_or_exits_5(make_job):
+def test_terminate_process_fails_the_running_run_or_exits_105(make_job):
     from processes import lifecycle
 
     job = make_job("busy")
@@ -100,4 +131,4 @@ def test_terminate_process_fails_the_running_run_or_exits_5(make_job):
         "terminated_run": claim.instance_exec_id
     }
     code, error = cli_error("terminate_process", "--process-id", str(job.pk))
-    assert (code, error["code"]) == (5, 105)
+    assert (code, error["code"]) == (105, 105)

@@ -113,3 +113,5 @@ def test_make_demo_runs_the_pipeline_on_the_embedded_worker(local_demo):
     )
     assert adds_up in out and "kept in events out under new ids" in out
     assert "default.daily_page_views" in out and "default.atomic_events" in out
+    # Where a notebook finds them: the published catalog (Beat syncs it, batches/catalog.py).
+    assert re.search(r"in the catalog as: .*\bt\d+_default\.atomic_events\b", out), out

@@ -89,7 +89,7 @@ def test_a_developer_registers_runs_and_inspects_a_job(team, live_server, browse
     shot(page, "03-job-registered")
 
     page.click("text=Run now")
-    page.wait_for_selector("text=A run of browser_job is queued.")
+    page.wait_for_selector("text=of browser_job started")
     # the worker picks the run up: its row appears on the job page
     for _ in range(60):
         if page.locator("td a[href^='/runs/']").count():

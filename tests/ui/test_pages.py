@@ -9,6 +9,7 @@ import pytest
 from batches.models import BatchConsumpQueue, BatchState
 from lineage.extract import extract, record
 from lineage.models import LineageNode
+from processes import lifecycle
 from processes.models import ExecState, InstanceExec
 from tests.factories import LineageQueryFactory, QueueRowFactory
 from tests.ui.conftest import client_as
@@ -108,8 +109,17 @@ def test_a_developer_runs_a_job_now(team, pipeline, sent, django_capture_on_comm
     job, _ = pipeline
     with django_capture_on_commit_callbacks(execute=True):
         answer = client_as(team.developer).post(f"/jobs/{job.pk}/run/", follow=True)
-    assert sent == [((job.pk, None), {"queue": "celery"})]
-    assert "A run of clicks is queued." in answer.content.decode()
+    run = InstanceExec.objects.filter(process=job).latest("id")
+    assert [args for args, _ in sent] == [(run.pk, step.pk) for step in job.steps.all()][:1]
+    assert f"Run {run.pk} of clicks started" in answer.content.decode()
+
+
+def test_running_a_job_that_is_running_says_so(team, pipeline, sent):
+    job, _ = pipeline
+    lifecycle.init_job(job.pk, 1)
+    answer = client_as(team.developer).post(f"/jobs/{job.pk}/run/", follow=True)
+    assert "(error 104)" in answer.content.decode()
+    assert sent == []
 
 
 def test_terminating_a_job_that_does_not_run_says_so(team, pipeline):
@@ -206,3 +216,26 @@ def test_an_id_too_large_for_the_database_is_a_filter_error(team, pipeline, url)
     answer = client_as(team.viewer).get(url)
     assert answer.status_code == 200
     assert '<p class="error">' in answer.content.decode()
+
+
+def test_the_run_page_shows_each_steps_spark_options_and_links_its_ui(team, pipeline):
+    _job, outcome = pipeline
+    load, report = InstanceExec.objects.filter(parent_id=outcome.instance_exec_id).order_by("id")
+    InstanceExec.objects.filter(pk=load.pk).update(
+        spark_application_id="local-1700000000001",
+        spark_ui_url="http://10.0.0.5:4040",
+        spark_conf={"spark.sql.shuffle.partitions": "400", "spark.hadoop.fs.s3a.secret.key": "***"},
+    )
+    InstanceExec.objects.filter(pk=report.pk).update(
+        spark_application_id="local-1700000000002", spark_conf={"spark.app.name": "bdre"}
+    )
+    page = client_as(team.viewer).get(f"/runs/{outcome.instance_exec_id}/").content.decode()
+    assert (
+        '<a href="http://10.0.0.5:4040" data-testid="spark-ui" rel="noopener">'
+        "local-1700000000001</a>"
+    ) in page
+    assert "<td>spark.sql.shuffle.partitions</td><td>400</td>" in page
+    assert "<td>spark.app.name</td><td>bdre</td>" in page
+    # no UI (switched off, or through Spark Connect): the id, and no link
+    assert '<span data-testid="spark-app">local-1700000000002</span>' in page
+    assert page.count('data-testid="spark-ui"') == 1

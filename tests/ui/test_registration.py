@@ -167,3 +167,22 @@ def test_the_schedule_is_edited_paused_and_resumed_by_a_developer(team):
     )
     assert "unknown time zone" in bad.content.decode()
     assert client_as(team.viewer).post(f"/jobs/{job.pk}/schedule/", {}).status_code == 403
+
+
+def test_a_spark_option_a_step_may_not_set_is_shown_on_the_form(team):
+    data = form(
+        team,
+        steps=[
+            {
+                "name": "orders_sql",
+                "kind": 56,  # spark.sql
+                "properties": "sql.query = SELECT 1 AS x\nspark.spark.executor.memory = 8g",
+            }
+        ],
+    )
+    answer = client_as(team.developer).post("/jobs/new/", data)
+    assert answer.status_code == 200
+    assert "spark option spark.executor.memory: it is fixed when the worker&#x27;s Spark" in (
+        answer.content.decode()
+    )
+    assert not Process.objects.filter(name="orders").exists()

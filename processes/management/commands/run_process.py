@@ -4,14 +4,15 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from bdre.commands import JsonCommand
+from bdre.commands import RUN_FAILED, JsonCommand
 from processes import orchestrator, tasks
 
 
 class Command(JsonCommand):
     help = (
-        "Run a job now: queue it on the workers, or with --wait run it here, step by step, "
-        "and print what each step counted."
+        "Run a job now: start a run and queue its steps on the workers, or with --wait run it "
+        "here, step by step, "
+        "and print what each step counted (exit status 3 when the run failed)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -24,5 +25,14 @@ class Command(JsonCommand):
     def run(self, **o: Any) -> object:
         if o["wait"]:
             return orchestrator.run_job(o["process_id"], max_batch=o["max_batch"])
-        tasks.enqueue_run(o["process_id"], o["max_batch"])
-        return {"queued": o["process_id"]}
+        started = tasks.start_run(o["process_id"], o["max_batch"])
+        return {
+            "run": started.instance_exec_id,
+            "target_batch_id": started.target_batch_id,
+            "is_rerun": started.is_rerun,
+            "steps_queued": started.ready,
+        }
+
+    def exit_status(self, result: object) -> int:
+        failed = isinstance(result, orchestrator.RunOutcome) and not result.succeeded
+        return RUN_FAILED if failed else 0

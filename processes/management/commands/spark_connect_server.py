@@ -19,11 +19,7 @@ def server_conf(master: str, host: str, port: int) -> dict[str, str]:
     """The server's ``--conf`` settings: what a classic BDRE session on ``master`` is built
     with (BDRE's defaults, ``spark-defaults.conf``, ``SPARK_CONF``, and the SQL sandbox's
     static settings, which no client of the server can change), and the server's binding."""
-    return {
-        **session_conf(master),
-        "spark.connect.grpc.binding.address": host,
-        "spark.connect.grpc.binding.port": str(port),
-    }
+    return spark_cluster.connect_conf(session_conf(master), host, port)
 
 
 class Command(BaseCommand):

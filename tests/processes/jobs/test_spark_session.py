@@ -1,15 +1,31 @@
 """How a worker's SparkSession is configured (processes/jobs/spark_session.py), without
 starting Spark: BDRE's defaults, then spark-defaults.conf, then SPARK_CONF, then the
-sandbox's settings, which neither may change."""
+sandbox's settings, which neither may change; the event log; the Spark options a step may set
+for itself, set for the step and put back after it; what a run records of them."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from processes.jobs.spark_session import SANDBOX_CONF, session_conf
+from processes.jobs.spark_session import (
+    REDACTED,
+    SANDBOX_CONF,
+    STEP_GROUP,
+    RefusedSparkOption,
+    effective_conf,
+    session_conf,
+    step_conf,
+    step_options,
+    ui_url,
+)
 
 
 @pytest.fixture
@@ -75,3 +91,228 @@ def test_no_configuration_swaps_the_session_or_adds_a_catalog(settings, key):
 def test_the_sandbox_values_themselves_may_be_repeated(settings):
     settings.SPARK_CONF = dict(SANDBOX_CONF)
     assert session_conf("local[2]").items() >= SANDBOX_CONF.items()
+
+
+# --- the event log ---------------------------------------------------------------------------
+
+
+def test_the_event_log_is_off_unless_switched_on(settings, tmp_path):
+    settings.SPARK_CONF = {}
+    settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
+    settings.SPARK_EVENT_LOG = False
+    assert "spark.eventLog.enabled" not in session_conf("local[2]")
+    assert not (tmp_path / "warehouse" / "spark-events").exists()
+
+
+def test_the_event_log_goes_under_the_warehouse_in_a_folder_made_for_it(settings, tmp_path):
+    settings.SPARK_CONF = {}
+    settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
+    settings.SPARK_EVENT_LOG = True
+    conf = session_conf("local[2]")
+    events = tmp_path / "warehouse" / "spark-events"
+    assert conf["spark.eventLog.enabled"] == "true"
+    assert conf["spark.eventLog.dir"] == events.as_uri()
+    assert events.is_dir()
+    settings.SPARK_CONF = {"spark.eventLog.dir": "s3a://logs/spark"}  # the operator's wins
+    assert session_conf("local[2]")["spark.eventLog.dir"] == "s3a://logs/spark"
+
+
+# --- per-step options: what a step may set ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "spark.sql.shuffle.partitions",
+        "spark.sql.adaptive.enabled",
+        "spark.sql.adaptive.coalescePartitions.minPartitionSize",
+        "spark.sql.files.maxPartitionBytes",
+        "spark.sql.autoBroadcastJoinThreshold",
+        "spark.sql.parquet.compression.codec",
+    ],
+)
+def test_a_spark_step_may_set_runtime_sql_options(key):
+    assert step_options("spark.load", {STEP_GROUP: {key: 8}, "load": {"x": "y"}}) == {key: "8"}
+
+
+def test_a_step_without_spark_options_sets_none():
+    assert step_options("spark.sql", {"sql": {"query": "SELECT 1"}}) == {}
+    assert step_options("python.callable", {}) == {}
+
+
+@pytest.mark.parametrize(
+    ("key", "reason"),
+    [
+        ("spark.executor.memory", "fixed when the worker's Spark application starts"),
+        ("spark.executor.cores", "set it for every session in SPARK_CONF"),
+        ("spark.driver.memory", "fixed when the worker's Spark application starts"),
+        ("spark.cores.max", "fixed when the worker's Spark application starts"),
+        *[(key, "the Spark SQL sandbox's") for key in sorted(SANDBOX_CONF)],
+        ("spark.remote", "the Spark SQL sandbox's and the catalog's"),
+        ("spark.api.mode", "the Spark SQL sandbox's and the catalog's"),
+        ("spark.sql.catalog.mine", "the Spark SQL sandbox's and the catalog's"),
+        ("spark.sql.sources.partitionOverwriteMode", "BDRE's steps rely on"),
+        ("spark.sql.session.timeZone", "BDRE's steps rely on"),
+        ("spark.sql.legacy.timeParserPolicy", "not one of the Spark SQL options"),
+        ("executor_memory", "not a Spark option"),
+    ],
+)
+def test_what_a_step_may_not_set_is_refused_with_the_reason(key, reason):
+    with pytest.raises(RefusedSparkOption, match=f"spark option {key}: .*{reason}"):
+        step_options("spark.sql", {STEP_GROUP: {"spark.sql.shuffle.partitions": "8", key: "x"}})
+
+
+@pytest.mark.parametrize("kind", ["python.callable", "ingest.scan", ""])
+def test_only_spark_steps_take_spark_options(kind):
+    with pytest.raises(RefusedSparkOption, match="only Spark steps"):
+        step_options(kind, {STEP_GROUP: {"spark.sql.shuffle.partitions": "8"}})
+
+
+# --- per-step options: set for the step, put back after it -----------------------------------
+
+
+class FakeConf:
+    """A session's runtime configuration as both kinds of session answer it."""
+
+    def __init__(self, values: dict[str, str], static: tuple[str, ...] = ()) -> None:
+        self.values = dict(values)
+        self.static = static
+
+    def isModifiable(self, key: str) -> bool:
+        return key not in self.static
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.values.get(key, default)
+
+    def set(self, key: str, value: str) -> None:
+        self.values[key] = value
+
+    def unset(self, key: str) -> None:
+        self.values.pop(key, None)
+
+    @property
+    def getAll(self) -> dict[str, str]:
+        return dict(self.values)
+
+
+class FakeConnectSession:
+    def __init__(self, conf: FakeConf) -> None:
+        self.conf = conf
+        self.is_stopped = False
+
+
+FakeConnectSession.__module__ = "pyspark.sql.connect.session"  # what is_connect looks at
+
+
+def test_the_steps_options_hold_during_the_step_and_the_sessions_come_back():
+    conf = FakeConf({"spark.sql.shuffle.partitions": "4"})
+    session = cast(Any, FakeConnectSession(conf))
+    options = {"spark.sql.shuffle.partitions": "400", "spark.sql.adaptive.enabled": "false"}
+    with step_conf(session, options):
+        assert conf.values == {
+            "spark.sql.shuffle.partitions": "400",
+            "spark.sql.adaptive.enabled": "false",
+        }
+    # the session's own value back, and an option it had not set unset again
+    assert conf.values == {"spark.sql.shuffle.partitions": "4"}
+
+
+def test_the_sessions_options_come_back_after_a_failed_step():
+    conf = FakeConf({"spark.sql.shuffle.partitions": "4"})
+    session = cast(Any, FakeConnectSession(conf))
+    with (
+        pytest.raises(ZeroDivisionError),
+        step_conf(session, {"spark.sql.shuffle.partitions": "9"}),
+    ):
+        raise ZeroDivisionError
+    assert conf.values == {"spark.sql.shuffle.partitions": "4"}
+
+
+def test_an_option_the_session_cannot_change_fails_the_step_and_changes_nothing():
+    conf = FakeConf({}, static=("spark.sql.adaptive.enabled",))
+    options = {"spark.sql.shuffle.partitions": "9", "spark.sql.adaptive.enabled": "false"}
+    with (
+        pytest.raises(RefusedSparkOption, match="this Spark session cannot change it"),
+        step_conf(cast(Any, FakeConnectSession(conf)), options),
+    ):
+        pytest.fail("the step ran")
+    assert conf.values == {}
+
+
+# --- what a run records ------------------------------------------------------------------------
+
+
+def test_the_recorded_configuration_hides_secrets():
+    conf = FakeConf(
+        {
+            "spark.sql.shuffle.partitions": "8",
+            "spark.hadoop.fs.s3a.secret.key": "s3cr3t",
+            "spark.hadoop.fs.s3a.access.key": "AKIA",
+            "spark.hadoop.javax.jdo.option.ConnectionPassword": "pw",
+            "spark.authenticate.secret": "shh",
+            "spark.bdre.api.token": "tok",
+            "spark.hadoop.google.cloud.auth.service.account.json.credentials": "{}",
+            "spark.bdre.metastore.url": "jdbc:postgresql://bdre:pw@db/bdre",
+            "spark.bdre.other.url": "jdbc:postgresql://db/bdre?user=bdre&password=pw",
+            "spark.app.name": "bdre",
+        }
+    )
+    recorded = effective_conf(cast(Any, FakeConnectSession(conf)))
+    shown = {"spark.sql.shuffle.partitions": "8", "spark.app.name": "bdre"}
+    assert recorded == {**dict.fromkeys(conf.values, REDACTED), **shown}
+
+
+def test_a_connect_session_has_no_spark_ui_in_the_worker():
+    assert ui_url(cast(Any, FakeConnectSession(FakeConf({})))) == ""
+
+
+def test_a_classic_session_links_its_ui_when_it_runs_one():
+    with_ui = SimpleNamespace(sparkContext=SimpleNamespace(uiWebUrl="http://10.0.0.5:4040"))
+    assert ui_url(cast(Any, with_ui)) == "http://10.0.0.5:4040"
+    without = SimpleNamespace(sparkContext=SimpleNamespace(uiWebUrl=None))  # spark.ui.enabled
+    assert ui_url(cast(Any, without)) == ""
+
+
+EVENT_LOG_RUN = """
+import django
+django.setup()
+from processes.jobs.spark_session import get_spark
+session = get_spark()
+assert session.range(5).count() == 5
+session.stop()
+"""
+
+
+@pytest.mark.spark
+def test_a_worker_session_writes_its_event_log_under_the_warehouse(tmp_path):
+    """In a process of its own: the suite's session was made without the event log, and a
+    JVM takes its static options only when it starts."""
+    # A classic session of its own, also when the suite's is a Spark Connect client (PySpark
+    # takes SPARK_CONNECT_MODE_ENABLED in its environment to mean Connect).
+    connect = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "BDRE_TEST_SPARK")
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in connect},
+        "DJANGO_SETTINGS_MODULE": "bdre.settings",
+        "BDRE_VAR_DIR": str(tmp_path / "var"),
+        "BDRE_WAREHOUSE": str(tmp_path / "warehouse"),
+        "SPARK_EVENT_LOG": "true",
+        "SPARK_MASTER": "local[1]",
+        "SPARK_DRIVER_MEMORY": "512m",
+        "SPARK_REMOTE": "",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", EVENT_LOG_RUN],
+        env=env,
+        cwd=Path(__file__).resolve().parents[3],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    # Spark 4 rolls its event logs: a folder per application, its events in compressed
+    # files, and a status file that loses its .inprogress when the application has ended.
+    (application,) = (tmp_path / "warehouse" / "spark-events").iterdir()
+    app_id = application.name.removeprefix("eventlog_v2_")
+    assert (application / f"appstatus_{app_id}").exists()
+    (events,) = application.glob(f"events_1_{app_id}*")
+    assert events.stat().st_size > 0

@@ -1,0 +1,456 @@
+"""The published catalog (batches/catalog.py, docs/operations.md "The catalog"): names, the
+metastore's settings, when the periodic task syncs, and, with real JVMs in processes of
+their own, `manage.py sync_catalog` and a notebook's SparkSession configured with the lines
+it prints (`--print-conf`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from batches import catalog
+from batches.models import CatalogState, HiveTable
+from tests.factories import (
+    BusDomainFactory,
+    HiveTableFactory,
+    InstanceExecFactory,
+    StepFactory,
+    TeamFactory,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+POSTGRES_JAR = Path("/usr/share/java/postgresql.jar")
+METASTORE_URL = os.environ.get("BDRE_TEST_METASTORE_URL", "postgres://postgres@127.0.0.1:5432/test")
+
+
+# --- names and SQL text (no Spark) -----------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_tables_catalog_name_is_its_teams_id_its_database_and_its_name_in_lower_case():
+    team = TeamFactory(name="Sales Team")
+    table = HiveTableFactory(
+        bus_domain=BusDomainFactory(team=team), dbname="Raw-Data", table_name="Orders"
+    )
+    assert catalog.catalog_name(table) == f"t{team.pk}_raw_data.orders"
+    team.name = "Renamed"
+    team.save()
+    table.refresh_from_db()
+    assert catalog.catalog_name(table) == f"t{team.pk}_raw_data.orders"
+
+
+@pytest.mark.django_db
+def test_two_teams_sales_orders_have_two_catalog_names():
+    first, second = (
+        HiveTableFactory(bus_domain=BusDomainFactory(), dbname="sales", table_name="orders")
+        for _ in range(2)
+    )
+    assert catalog.catalog_name(first) != catalog.catalog_name(second)
+    assert catalog.catalog_name(first).endswith("_sales.orders")
+
+
+def test_a_location_is_escaped_for_a_sql_string_literal():
+    assert catalog.sql_string("/w/o'brien") == r"'/w/o\'brien'"
+    assert catalog.sql_string("C:\\x\\'y") == r"'C:\\x\\\'y'"
+    assert catalog.quote("a`b") == "`a``b`"
+    assert catalog.qualified("t1_sales.orders") == "`t1_sales`.`orders`"
+    assert catalog.spark_location("s3://bucket/t") == "s3a://bucket/t"
+
+
+@pytest.mark.django_db
+def test_a_view_a_table_without_location_and_a_name_taken_twice_are_not_published():
+    app = BusDomainFactory()
+    kept = HiveTableFactory(bus_domain=app, dbname="a-b", table_name="t")
+    same_name = HiveTableFactory(bus_domain=app, dbname="a_b", table_name="t")
+    view = HiveTableFactory(bus_domain=app, table_name="v", type=HiveTable.TableType.VIEW)
+    nowhere = HiveTableFactory(bus_domain=app, table_name="n", location="")
+    summary = catalog.SyncSummary()
+    wanted = catalog._wanted([view, same_name, nowhere, kept], summary)
+    assert list(wanted.values()) == [kept]
+    assert set(summary.skipped) == {
+        catalog.catalog_name(view),
+        catalog.catalog_name(nowhere),
+        f"{catalog.catalog_name(same_name)} (table {same_name.pk})",
+    }
+
+
+def test_the_embedded_metastore_is_derby_under_the_warehouse(settings, tmp_path):
+    settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
+    settings.VAR_DIR = tmp_path
+    settings.BDRE_METASTORE_URL = ""
+    conf = catalog.metastore_conf()
+    assert conf["spark.sql.catalogImplementation"] == "hive"
+    assert conf["spark.hadoop.javax.jdo.option.ConnectionURL"] == (
+        f"jdbc:derby:;databaseName={tmp_path}/warehouse/metastore_db;create=true"
+    )
+    assert conf["spark.driver.extraJavaOptions"] == f"-Dderby.system.home={tmp_path}"
+
+
+def test_a_postgresql_metastore_has_its_schema_and_its_password_is_never_printed(settings):
+    settings.BDRE_METASTORE_URL = "postgres://hive:s3cr%40t@db.example:6432/bdre"
+    settings.BDRE_METASTORE_SCHEMA = "hive_metastore"
+    settings.BDRE_METASTORE_JDBC_JAR = "/opt/pg.jar"
+    conf = catalog.metastore_conf()
+    assert conf["spark.hadoop.javax.jdo.option.ConnectionURL"] == (
+        "jdbc:postgresql://db.example:6432/bdre?currentSchema=hive_metastore"
+    )
+    assert conf["spark.hadoop.javax.jdo.option.ConnectionUserName"] == "hive"
+    assert conf["spark.hadoop.javax.jdo.option.ConnectionPassword"] == "s3cr@t"
+    assert conf["spark.driver.extraClassPath"] == "/opt/pg.jar"
+    snippet = catalog.notebook_snippet()
+    assert "s3cr" not in snippet
+    assert 'os.environ["BDRE_METASTORE_PASSWORD"]' in snippet
+    compile(snippet, "snippet", "exec")  # it is Python a user can paste
+
+
+@pytest.mark.parametrize(
+    "url", ["mysql://h/db", "postgres:///db", "postgres://h:5432/"], ids=["mysql", "host", "db"]
+)
+def test_a_metastore_url_that_is_no_postgresql_database_is_refused(settings, url):
+    from django.core.exceptions import ImproperlyConfigured
+
+    settings.BDRE_METASTORE_URL = url
+    with pytest.raises(ImproperlyConfigured, match="BDRE_METASTORE_URL"):
+        catalog.metastore_conf()
+
+
+# --- when the periodic task syncs (no Spark: the subprocess is not started) ----------------
+
+
+@pytest.mark.django_db
+def test_the_periodic_task_syncs_only_after_a_change(monkeypatch, settings):
+    settings.BDRE_CATALOG_RESYNC_SECONDS = 3600
+    started: list[list[str]] = []
+
+    def run(argv, **kwargs):
+        started.append(argv)
+        return subprocess.CompletedProcess(argv, 0, "synced", "")
+
+    monkeypatch.setattr(catalog.subprocess, "run", run)
+    assert catalog.why_sync() is None  # no table: nothing to publish, no JVM
+    table = HiveTableFactory()
+    assert catalog.why_sync() == "never synced"
+    catalog.record_sync(catalog.mark(), catalog.SyncSummary())
+    assert catalog.sync_if_changed() == catalog.Outcome(
+        False, "nothing changed since the last sync"
+    )
+
+    HiveTableFactory()
+    assert catalog.sync_if_changed().reason == "tables registered, moved or deleted"
+    assert started == [catalog.sync_command()]
+    catalog.record_sync(catalog.mark(), catalog.SyncSummary())
+    table.location = "/elsewhere"
+    table.save()
+    assert catalog.why_sync() == "tables registered, moved or deleted"
+    catalog.record_sync(catalog.mark(), catalog.SyncSummary())
+
+    # A step run that wrote a partition and ended after the sync started; one without
+    # outputs does not count.
+    step = StepFactory()
+    InstanceExecFactory(process=step, end_ts=timezone.now(), outputs=[])
+    assert catalog.why_sync() is None
+    InstanceExecFactory(process=step, end_ts=timezone.now(), outputs=["sales.orders"])
+    assert catalog.why_sync() == "step runs wrote partitions"
+    catalog.record_sync(catalog.mark(), catalog.SyncSummary())
+    assert catalog.why_sync() is None
+
+    CatalogState.objects.update(synced_at=timezone.now() - timedelta(hours=2))
+    assert catalog.why_sync() == "last sync more than 3600 s ago"
+
+
+@pytest.mark.django_db
+def test_one_sync_at_a_time_and_none_when_the_catalog_is_off(monkeypatch, settings):
+    monkeypatch.setattr(catalog.subprocess, "run", lambda *a, **k: pytest.fail("synced"))
+    settings.BDRE_CATALOG = False
+    assert catalog.sync_if_changed(force=True) == catalog.Outcome(False, "BDRE_CATALOG is off")
+    settings.BDRE_CATALOG = True
+    assert catalog._claim(60)
+    assert catalog.sync_if_changed(force=True) == catalog.Outcome(False, "another sync is running")
+
+
+@pytest.mark.django_db
+def test_a_failed_sync_is_recorded_and_releases_the_lease(monkeypatch):
+    monkeypatch.setattr(
+        catalog.subprocess,
+        "run",
+        lambda argv, **k: subprocess.CompletedProcess(argv, 1, "", "Another instance of Derby"),
+    )
+    with pytest.raises(RuntimeError, match="Another instance of Derby"):
+        catalog.sync_if_changed(force=True)
+    assert CatalogState.objects.get().error == "Another instance of Derby"
+    assert CatalogState.objects.get().running_until is None
+
+
+# --- the real thing: sync_catalog and a notebook's session, each a JVM of its own -----------
+
+
+def write_partition(location: Path, batch_id: int, rows: list[tuple[int, str]]) -> None:
+    """A batch's partition as ``spark_io.write_batch`` leaves it: Parquet files in
+    ``<location>/batch_id=<n>`` (a re-run replaces the folder's files)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = location / f"batch_id={batch_id}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    ids, items = zip(*rows, strict=True) if rows else ((), ())
+    table = pa.table({"id": pa.array(ids, pa.int64()), "item": pa.array(items, pa.string())})
+    pq.write_table(table, folder / "part-00000.parquet")
+
+
+def manage_env(var_dir: Path, **extra: str) -> dict[str, str]:
+    from tests.processes.workers import database_url
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "BDRE_METASTORE"))}
+    return env | {
+        "DATABASE_URL": database_url(),
+        "BDRE_VAR_DIR": str(var_dir),
+        "BDRE_WAREHOUSE": str(var_dir / "warehouse"),
+        **extra,
+    }
+
+
+def sync_catalog(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "sync_catalog", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-4000:]
+    return done.stdout
+
+
+NOTEBOOK_QUERIES = """
+import json
+
+found = {"databases": sorted(d.name for d in spark.catalog.listDatabases())}
+for database in found["databases"]:
+    for table in spark.catalog.listTables(database):
+        name = f"{database}.{table.name}"
+        found[name] = {
+            "type": table.tableType,
+            "partitions": [r[0] for r in spark.sql(f"SHOW PARTITIONS {name}").collect()],
+            "rows": sorted(
+                [r.batch_id, r.id, r.item] for r in spark.sql(f"SELECT * FROM {name}").collect()
+            ),
+        }
+print("FOUND " + json.dumps(found))
+spark.stop()
+"""
+
+
+def notebook(snippet: str, cwd: Path, env: dict[str, str] | None = None) -> dict:
+    """A user's own SparkSession built with the printed lines, listing and querying."""
+    done = subprocess.run(
+        [sys.executable, "-c", snippet + NOTEBOOK_QUERIES],
+        cwd=cwd,
+        env=env or {k: v for k, v in os.environ.items() if not k.startswith("SPARK_")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    line = next(x for x in done.stdout.splitlines() if x.startswith("FOUND "))
+    return json.loads(line.removeprefix("FOUND "))
+
+
+@pytest.fixture
+def lake(tmp_path):
+    """Two teams each with ``sales.orders`` (the second's folder has a quote in its path),
+    one more table of each team, and one registered table with no files yet."""
+    var = tmp_path / "catalog-var"
+    warehouse = var / "warehouse"
+    first, second = BusDomainFactory(name="shop"), BusDomainFactory(name="outlet")
+    locations = {
+        "a": warehouse / f"team-{first.team_id}" / "sales" / "orders",
+        "b": warehouse / "o'brien" / "sales" / "orders",
+        "c": warehouse / f"team-{first.team_id}" / "sales" / "returns",
+        "d": warehouse / f"team-{first.team_id}" / "sales" / "empty",
+        "e": warehouse / f"team-{second.team_id}" / "sales" / "returns",
+    }
+    write_partition(locations["a"], 1, [(1, "apple"), (2, "pear")])
+    write_partition(locations["a"], 2, [(3, "plum")])
+    write_partition(locations["b"], 3, [(10, "fig")])
+    write_partition(locations["c"], 1, [(7, "kiwi")])
+    write_partition(locations["e"], 1, [(8, "lemon")])
+    tables = {
+        "a": HiveTableFactory(bus_domain=first, dbname="sales", table_name="orders"),
+        "b": HiveTableFactory(bus_domain=second, dbname="sales", table_name="orders"),
+        "c": HiveTableFactory(bus_domain=first, dbname="sales", table_name="returns"),
+        "d": HiveTableFactory(bus_domain=first, dbname="sales", table_name="empty"),
+        "e": HiveTableFactory(bus_domain=second, dbname="sales", table_name="returns"),
+    }
+    for key, table in tables.items():
+        table.location = str(locations[key])
+        table.save()
+    return var, tables, locations
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_notebook_session_lists_and_queries_the_tables_sync_catalog_published(lake, tmp_path):
+    var, tables, locations = lake
+    names = {key: catalog.catalog_name(t) for key, t in tables.items()}
+    env = manage_env(var)
+    times = {}
+
+    start = time.monotonic()
+    out = sync_catalog(env)
+    times["first sync"] = time.monotonic() - start
+    assert f"{names['a']}: created, 2 partitions (+batch_id=1, +batch_id=2)" in out
+    assert f"{names['b']}: created, 1 partition (+batch_id=3)" in out
+    assert f"{names['d']}: skipped, no Parquet files at {locations['d']} yet" in out
+    assert "4 created, 0 replaced, 0 unchanged, 0 dropped, 1 skipped" in out
+    assert CatalogState.objects.get().summary  # recorded for the periodic task
+
+    snippet = sync_catalog(env, "--print-conf")
+    cwd = tmp_path / "notebook"
+    cwd.mkdir()
+    start = time.monotonic()
+    found = notebook(snippet, cwd)
+    times["first notebook"] = time.monotonic() - start
+    first_db = names["a"].partition(".")[0]
+    second_db = names["b"].partition(".")[0]
+    assert {first_db, second_db} <= set(found["databases"])
+    assert found[names["a"]] == {
+        "type": "EXTERNAL",
+        "partitions": ["batch_id=1", "batch_id=2"],
+        "rows": [[1, 1, "apple"], [1, 2, "pear"], [2, 3, "plum"]],
+    }
+    assert found[names["b"]]["rows"] == [[3, 10, "fig"]]
+    assert found[names["c"]]["partitions"] == ["batch_id=1"]
+    assert names["d"] not in found
+    assert not (cwd / "derby.log").exists()
+    assert (var / "derby.log").exists()  # in the var folder, not where the notebook runs
+
+    # A re-run of batch 2 replaces its files, batch 1's folder goes (discarded), a batch is
+    # added to team b's table, table c is no table of BDRE's any more and table e moved.
+    write_partition(locations["a"], 2, [(4, "quince"), (5, "lime")])
+    shutil.rmtree(locations["a"] / "batch_id=1")
+    write_partition(locations["b"], 4, [(11, "date")])
+    tables["c"].delete()
+    moved = locations["e"].parent / "returns_v2"
+    write_partition(moved, 5, [(9, "melon")])
+    tables["e"].location = str(moved)
+    tables["e"].save()
+
+    start = time.monotonic()
+    out = sync_catalog(env)
+    times["second sync"] = time.monotonic() - start
+    assert f"{names['a']}: unchanged, 1 partition (-batch_id=1)" in out
+    assert f"{names['b']}: unchanged, 2 partitions (+batch_id=4)" in out
+    assert f"{names['c']}: dropped (no table in BDRE any more; files untouched)" in out
+    assert f"{names['e']}: replaced, 1 partition (+batch_id=5)" in out
+    assert "0 created, 1 replaced, 2 unchanged, 1 dropped, 1 skipped" in out
+
+    start = time.monotonic()
+    again = sync_catalog(env)  # idempotent: nothing to do the second time
+    times["third sync"] = time.monotonic() - start
+    assert f"{names['a']}: unchanged, 1 partition\n" in again
+    assert f"{names['b']}: unchanged, 2 partitions\n" in again
+    assert "0 created, 0 replaced, 3 unchanged, 0 dropped, 1 skipped" in again
+
+    start = time.monotonic()
+    found = notebook(snippet, cwd)
+    times["second notebook"] = time.monotonic() - start
+    assert found[names["a"]]["partitions"] == ["batch_id=2"]
+    assert found[names["a"]]["rows"] == [[2, 4, "quince"], [2, 5, "lime"]]
+    assert found[names["b"]]["rows"] == [[3, 10, "fig"], [4, 11, "date"]]
+    assert found[names["e"]]["rows"] == [[5, 9, "melon"]]
+    assert names["c"] not in found
+    for key in "ce":  # a dropped table's files, a moved table's old ones: untouched
+        assert (locations[key] / "batch_id=1" / "part-00000.parquet").exists()
+    print("times:", {k: round(v, 1) for k, v in times.items()})
+
+
+@pytest.mark.spark
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_postgresql_metastore_in_its_own_schema(lake, tmp_path):
+    if not POSTGRES_JAR.exists():
+        pytest.skip(f"{POSTGRES_JAR} is missing: apt-get install libpostgresql-jdbc-java")
+    import psycopg2
+    from psycopg2 import sql
+
+    try:
+        psycopg2.connect(METASTORE_URL).close()
+    except psycopg2.OperationalError as exc:
+        pytest.skip(f"no PostgreSQL at {METASTORE_URL}: {exc}")
+    var, tables, _ = lake
+    schema = f"hive_metastore_{uuid.uuid4().hex[:8]}"
+    env = manage_env(var, BDRE_METASTORE_URL=METASTORE_URL, BDRE_METASTORE_SCHEMA=schema)
+    try:
+        out = sync_catalog(env)
+        assert "4 created" in out
+        snippet = sync_catalog(env, "--print-conf")
+        assert f"currentSchema={schema}" in snippet
+        found = notebook(snippet, tmp_path)
+        assert found[catalog.catalog_name(tables["a"])]["partitions"] == [
+            "batch_id=1",
+            "batch_id=2",
+        ]
+        with psycopg2.connect(METASTORE_URL) as connection, connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = %s",
+                [schema],
+            )
+            assert cursor.fetchone()[0] > 10  # the metastore's tables, in its schema
+    finally:
+        connection = psycopg2.connect(METASTORE_URL)
+        with connection, connection.cursor() as cursor:
+            cursor.execute(
+                sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+            )
+        connection.close()
+
+
+@pytest.mark.django_db
+def test_beat_checks_on_the_default_queue_and_not_at_all_when_the_catalog_is_off(settings):
+    from django_celery_beat.models import PeriodicTask
+
+    from batches.tasks import sync_catalog as task
+
+    settings.BDRE_CATALOG_SYNC_SECONDS = 30
+    catalog.ensure_sync_schedule()
+    catalog.ensure_sync_schedule()
+    entry = PeriodicTask.objects.get(name=catalog.SYNC_SCHEDULE_NAME)
+    assert (entry.task, entry.queue, entry.interval.every, entry.enabled) == (
+        task.name,
+        settings.BDRE_QUEUE,
+        30,
+        True,
+    )
+    settings.BDRE_CATALOG = False
+    catalog.ensure_sync_schedule()
+    assert not PeriodicTask.objects.get(name=catalog.SYNC_SCHEDULE_NAME).enabled
+    assert task() == {"synced": False, "reason": "BDRE_CATALOG is off"}
+
+
+@pytest.mark.django_db
+def test_the_api_and_a_tables_lineage_page_show_its_catalog_name(team):
+    from tests.api import api_as
+    from tests.factories import LineageNodeFactory
+    from tests.ui.conftest import client_as
+
+    table = HiveTableFactory(bus_domain=team.application, dbname="Lake", table_name="Out")
+    name = f"t{team.group.pk}_lake.out"
+    found = api_as(team.viewer).get(f"/api/v1/tables/{table.pk}/").json()
+    assert found["catalog_name"] == name
+    node = LineageNodeFactory(team=team.group, qualified_name="lake.out")
+    page = client_as(team.viewer).get(f"/lineage/nodes/{node.pk}/").content.decode()
+    assert f"In the published catalog as <code>{name}</code>" in page
+    other = LineageNodeFactory(team=team.group, qualified_name="lake.unregistered")
+    page = client_as(team.viewer).get(f"/lineage/nodes/{other.pk}/").content.decode()
+    assert "published catalog" not in page
