@@ -39,6 +39,7 @@ from bdre.api import ErrorSerializer, ScopedViewSet, acting_on
 from bdre.errors import Code
 from bdre.ids import ID_REGEX
 from processes.models import Process, Server
+from processes.replay_api import BatchReprocessAction, FileReprocessAction
 
 QUEUE_ERRORS = {
     403: OpenApiResponse(description="the user's role in the owning team is too low"),
@@ -90,7 +91,7 @@ class ArchiveViewSet(viewsets.ReadOnlyModelViewSet):
         return scope(self.request.user, ArchiveConsumpQueue.objects.select_related("batch_state"))
 
 
-class BatchViewSet(viewsets.ReadOnlyModelViewSet):
+class BatchViewSet(BatchReprocessAction, viewsets.ReadOnlyModelViewSet):
     """Batches: what a run produced or a file registration created, with its file count."""
 
     lookup_value_regex = ID_REGEX  # anything else is a 404, never a 500
@@ -105,7 +106,12 @@ class BatchViewSet(viewsets.ReadOnlyModelViewSet):
         return visible.annotate(file_count=Count("files")).order_by("-id")
 
 
-class FileViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class FileViewSet(
+    FileReprocessAction,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
+):
     lookup_value_regex = ID_REGEX  # anything else is a 404, never a 500
     serializer_class = FileSerializer
     filterset_class = FileFilter

@@ -34,6 +34,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Min, Q
 from django.utils import timezone
 
+from batches.locations import spark_path
 from batches.models import CatalogState, HiveTable
 
 if TYPE_CHECKING:
@@ -123,12 +124,6 @@ def sql_string(value: str) -> str:
     (``spark.sql.parser.escapedStringLiterals`` is off), so both the backslash and the
     quote are escaped."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def spark_location(location: str) -> str:
-    """A table's location as Spark reads it: ``s3://`` through the s3a connector (as the
-    steps read it, ``processes.jobs.spark_io.spark_path``, which batches may not import)."""
-    return "s3a://" + location[len("s3://") :] if location.startswith("s3://") else location
 
 
 # --- the metastore's configuration ---------------------------------------------------------
@@ -434,7 +429,7 @@ def _sync_table(
     existing: tuple[str, dict[str, str]] | None,
     summary: SyncSummary,
 ) -> None:
-    location = spark_location(table.location)
+    location = spark_path(table.location)
     schema = _files_schema(spark, location)
     if schema is None and existing is None:
         summary.skipped[name] = f"no Parquet files at {table.location} yet"

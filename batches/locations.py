@@ -58,6 +58,11 @@ class Root:
         return normalised == self.uri.rstrip("/") or normalised.startswith(self.uri)
 
 
+def spark_path(uri: str) -> str:
+    """A file's or table's URI as Spark reads it: ``s3://`` through the s3a connector."""
+    return "s3a://" + uri[len("s3://") :] if uri.startswith("s3://") else uri
+
+
 def team_landing(team_id: int) -> Path:
     """The folder where a team's files land (its scans' default root)."""
     return settings.BDRE_LANDING / f"team-{team_id}"

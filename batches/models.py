@@ -309,7 +309,9 @@ class EtlDriver(models.Model):
 
 class ScanState(models.Model):
     """Where a scan step stands in its location: the marker (every key at or below it was
-    registered or deliberately passed over) and how many scans ran, for reconciliation."""
+    registered or deliberately passed over), how many times it was listed (a run's scan or a
+    quiet check), for reconciliation, and the last check before a run (docs/operations.md,
+    "Quiet scans")."""
 
     process = models.OneToOneField(
         "processes.Process", on_delete=models.CASCADE, related_name="scan_state"
@@ -319,6 +321,16 @@ class ScanState(models.Model):
     scans = models.PositiveIntegerField(default=0)
     last_scan_ts = models.DateTimeField(null=True, blank=True)
     last_reconcile_ts = models.DateTimeField(null=True, blank=True)
+    last_checked_ts = models.DateTimeField(null=True, blank=True)
+    last_check = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What the last check listed and what came of it: outcome, keys listed, new "
+        "files, files not ready, the marker it listed after, the run it started.",
+    )
+    quiet_checks = models.PositiveIntegerField(
+        default=0, help_text="Checks that found nothing new, so started no run."
+    )
 
     team_lookup = "process__bus_domain__team"
 

@@ -15,6 +15,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q, QuerySet, Subquery
 from django.utils import timezone
 
+from batches import events
 from batches.locations import LocationRefused, TeamStorage
 from batches.models import (
     CLAIMABLE_STATES,
@@ -73,7 +74,24 @@ def enqueue(
 def enqueue_for_downstream(
     *, job: Process, batch_id: int, batch_marking: str, now: datetime
 ) -> int:
-    """One NEW row for every step downstream of ``job``: one query whatever the fan-out."""
+    """One NEW row for every step downstream of ``job``: one query whatever the fan-out.
+
+    A batch delivered again (rebuilt by a backfill, a rewind or a reprocess) is not queued
+    as new where it was consumed already: the batch its consumer made of it is rebuilt
+    instead (:func:`restore_claims`), from the same input, so that the consumer's output
+    holds its rows once, and so on downstream. Where it still waits, it stays as it is:
+    its consumer will read the rebuilt batch."""
+    steps = downstream_steps(job)
+    waiting = set(
+        Queue.objects.filter(source_batch_id=batch_id, process_id__in=steps).values_list(
+            "process_id", flat=True
+        )
+    )
+    consumed = dict(
+        ArchiveConsumpQueue.objects.filter(source_batch_id=batch_id, process_id__in=steps)
+        .order_by("process_id", "-id")
+        .values_list("process_id", "target_batch_id")
+    )
     rows = [
         Queue(
             source_batch_id=batch_id,
@@ -83,9 +101,63 @@ def enqueue_for_downstream(
             batch_state_id=BatchState.NEW,
             batch_marking=batch_marking,
         )
-        for step_id in downstream_steps(job)
+        for step_id in steps
+        if step_id not in waiting and step_id not in consumed
     ]
     Queue.objects.bulk_create(rows)
+    rebuilt = {t for s, t in consumed.items() if s not in waiting and t is not None}
+    return len(rows) + restore_claims(sorted(rebuilt), now=now)
+
+
+def restore_claims(target_batch_ids: Sequence[int], *, now: datetime) -> int:
+    """Put the archived claims of these delivered target batches back in the live queue, as
+    FAILED rows of the same target batch: the job's next run rebuilds each one from exactly
+    the input it was built from (``processes.lifecycle`` takes the oldest target batch with
+    live rows), replacing its own output partitions, with the same key in the
+    deduplication manifest. Rows move (the archive keeps a row once it was consumed again).
+    Returns how many rows were put back.
+
+    Inside the caller's transaction. The archived rows are locked first: of two
+    concurrent restores of one batch, the second finds nothing left to move."""
+    if not target_batch_ids:
+        return 0
+    archived = list(
+        ArchiveConsumpQueue.objects.select_for_update()
+        .filter(target_batch_id__in=list(target_batch_ids))
+        .order_by("id")
+    )
+    keys = {(a.source_batch_id, a.process_id) for a in archived}
+    live = Queue.objects.filter(
+        source_batch_id__in={s for s, _ in keys}, process_id__in={p for _, p in keys}
+    ).values_list("source_batch_id", "process_id")
+    if clash := keys & set(live):
+        source, step = min(clash)
+        raise BdreError(
+            Code.BATCH_NOT_QUEUED,
+            f"batch {source} is in step {step}'s queue already (waiting, failed or a dead "
+            "letter): requeue or discard it first",
+            http_status=409,
+        )
+    seen: set[tuple[int, int]] = set()
+    rows = []
+    for a in archived:
+        if (a.source_batch_id, a.process_id) in seen:
+            continue  # one row per batch and step, as in the live queue
+        seen.add((a.source_batch_id, a.process_id))
+        rows.append(
+            Queue(
+                source_batch_id=a.source_batch_id,
+                target_batch_id=a.target_batch_id,
+                insert_ts=a.insert_ts,
+                source_process_id=a.source_process_id,
+                process_id=a.process_id,
+                batch_state_id=BatchState.FAILED,
+                batch_marking=a.batch_marking,
+                last_error=f"put back to be rebuilt ({now:%Y-%m-%d %H:%M:%S} UTC)",
+            )
+        )
+    Queue.objects.bulk_create(rows)
+    ArchiveConsumpQueue.objects.filter(pk__in=[a.pk for a in archived]).delete()
     return len(rows)
 
 
@@ -246,6 +318,9 @@ def discard(queue_id: int, reason: str) -> BatchConsumpQueue:
         )
     Queue.objects.filter(pk=row.pk).update(
         batch_state_id=BatchState.DISCARDED, last_error=reason or "discarded by hand"
+    )
+    events.dead_lettered.send(
+        sender=Queue, queue_ids=[row.pk], reason=reason or "discarded by hand", by_hand=True
     )
     row.refresh_from_db()
     return row

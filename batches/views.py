@@ -176,5 +176,6 @@ def batch_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "batch": batch,
             "files": files,
             "graph": mark_safe(graphs.to_svg(graph)),
+            "can_reprocess": can(request.user, batch, Role.DEVELOPER),
         },
     )

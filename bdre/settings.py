@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
+import os
 from pathlib import Path
 
 import dj_database_url
@@ -47,6 +49,7 @@ INSTALLED_APPS = [
     "processes",
     "batches",
     "lineage",
+    "alerts",
 ]
 
 MIDDLEWARE = [
@@ -261,6 +264,10 @@ CELERY_TASK_DEFAULT_QUEUE = BDRE_QUEUE
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# Task events (sent, started, succeeded, failed), for Flower on the same broker
+# (docs/operations.md, "Metrics, JSON logs and Flower").
+CELERY_WORKER_SEND_TASK_EVENTS = env_bool("CELERY_WORKER_SEND_TASK_EVENTS", True)
+CELERY_TASK_SEND_SENT_EVENT = env_bool("CELERY_TASK_SEND_SENT_EVENT", True)
 
 # --- Spark and the lake -------------------------------------------------------------------
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
@@ -290,6 +297,12 @@ BDRE_WAREHOUSE = Path(env_str("BDRE_WAREHOUSE", str(VAR_DIR / "warehouse"))).res
 # registrations name locations only inside their team's folders here and under
 # BDRE_WAREHOUSE, or inside the root of a Server granted to the team (docs/security.md).
 BDRE_LANDING = Path(env_str("BDRE_LANDING", str(VAR_DIR / "landing"))).resolve()
+# Step logs (docs/operations.md, "Step logs"): one file per step run, under the warehouse by
+# default because the web process must read what the workers wrote; each file keeps its head
+# and its tail within the bound; Beat deletes the files older than the retention (0: never).
+BDRE_LOG_DIR = Path(env_str("BDRE_LOG_DIR", str(BDRE_WAREHOUSE / "step-logs"))).resolve()
+BDRE_STEP_LOG_MAX_BYTES = env_int("BDRE_STEP_LOG_MAX_BYTES", 2 * 1024 * 1024)
+BDRE_STEP_LOG_RETENTION_DAYS = env_int("BDRE_STEP_LOG_RETENTION_DAYS", 30)
 # The published catalog (docs/operations.md, "The catalog"): BDRE's tables in a Hive
 # metastore for users' own Spark sessions. Embedded Derby under BDRE_WAREHOUSE by default;
 # BDRE_METASTORE_URL (postgres://user@host:port/db) puts it in PostgreSQL, in its own schema,
@@ -322,6 +335,32 @@ BDRE_CALLABLES = env_list(
     "BDRE_CALLABLES", ["processes.examples"] + ([] if PRODUCTION else ["tests.processes"])
 )
 
+# --- Alerts (docs/operations.md, "Alerts") ------------------------------------------------
+# E-mail goes through Django's mail backend: printed on the console unless EMAIL_HOST names
+# an SMTP server (or EMAIL_BACKEND another backend).
+EMAIL_HOST = env_str("EMAIL_HOST", "")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend",
+)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "bdre@localhost")
+# One alert per (job, kind) in this window; the ones in between are counted and named in the
+# next, so a failing schedule does not send a storm.
+BDRE_ALERT_MIN_INTERVAL_SECONDS = env_int("BDRE_ALERT_MIN_INTERVAL_SECONDS", 900)
+BDRE_ALERT_WEBHOOK_TIMEOUT = env_float("BDRE_ALERT_WEBHOOK_TIMEOUT", 10.0)
+# How often Beat checks the runs' SLA and the jobs' freshness.
+BDRE_ALERT_CHECK_SECONDS = env_int("BDRE_ALERT_CHECK_SECONDS", 300)
+# Where the UI is served, for the links in alerts (empty: links are paths).
+BDRE_BASE_URL = env_str("BDRE_BASE_URL", "").rstrip("/")
+
 # --- OpenLineage --------------------------------------------------------------------------
 # Run events (START, COMPLETE, FAIL) go to an HTTP endpoint (Marquez:
 # http://marquez:5000/api/v1/lineage) and/or are appended to a file as JSON lines. Neither
@@ -334,15 +373,57 @@ OPENLINEAGE_NAMESPACE = env_str("OPENLINEAGE_NAMESPACE", "bdre")  # of jobs
 OPENLINEAGE_TABLE_NAMESPACE = env_str("OPENLINEAGE_TABLE_NAMESPACE", "bdre-warehouse")
 
 # --- Logging ------------------------------------------------------------------------------
+# text (the default) or json: one JSON object per line, each line logged during a step run
+# with its run_id and step_run_id (bdre/jsonlog.py; docs/operations.md, "Metrics, JSON logs
+# and Flower").
+BDRE_LOG_FORMAT = env_str("BDRE_LOG_FORMAT", "text").strip().lower()
+if BDRE_LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"BDRE_LOG_FORMAT must be text or json, got {BDRE_LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"run_ids": {"()": "bdre.jsonlog.RunIdsFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "bdre.jsonlog.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if BDRE_LOG_FORMAT == "json" else "plain",
+            "filters": ["run_ids"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # py4j logs every connection it opens and closes to the JVM of Spark at INFO.
     "loggers": {"py4j": {"level": "WARNING"}},
 }
+# A Celery worker replaces the root logger's handlers with its own text ones; in JSON it
+# keeps the handler above, so that its lines (and the steps') are JSON too.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = BDRE_LOG_FORMAT != "json"
+
+# --- Metrics (docs/operations.md, "Metrics, JSON logs and Flower") -------------------------
+# /metrics answers a request that carries "Authorization: Bearer <BDRE_METRICS_TOKEN>" (when
+# set) or comes from an address in BDRE_METRICS_ALLOW (CIDRs; empty: none), and 403 to any
+# other: the numbers name every team's jobs, it is an operator's endpoint.
+BDRE_METRICS_TOKEN = env_str("BDRE_METRICS_TOKEN", "")
+BDRE_METRICS_ALLOW = env_list("BDRE_METRICS_ALLOW", ["127.0.0.1/32", "::1/128"])
+for _cidr in BDRE_METRICS_ALLOW:
+    try:
+        ipaddress.ip_network(_cidr, strict=False)
+    except ValueError as _exc:
+        raise ImproperlyConfigured(f"BDRE_METRICS_ALLOW: {_cidr!r} is not a CIDR: {_exc}") from None
+# The workers' step durations and counters are kept in files here, one per process, which
+# /metrics adds up (prometheus-client's multi-process mode): web and workers of one host must
+# share it. prometheus-client reads it from the environment, before its first metric is made.
+# Empty: every process keeps its own numbers and /metrics shows only the web process's.
+PROMETHEUS_MULTIPROC_DIR = env_str("PROMETHEUS_MULTIPROC_DIR", str(VAR_DIR / "prometheus"))
+if PROMETHEUS_MULTIPROC_DIR:
+    PROMETHEUS_MULTIPROC_DIR = str(Path(PROMETHEUS_MULTIPROC_DIR).resolve())
+    Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = PROMETHEUS_MULTIPROC_DIR
+else:  # set but empty would still turn the mode on, with files in the current folder
+    os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
 
 if PRODUCTION:
     SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)

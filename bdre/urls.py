@@ -7,6 +7,7 @@ from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from bdre.auth_forms import LoginForm
+from bdre.metrics import metrics_view
 
 admin.site.site_header = "BDRE administration"
 admin.site.site_title = "BDRE"
@@ -49,6 +50,7 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics_view, name="metrics"),  # operators only: bdre/metrics.py
     path("api/v1/", include("bdre.api_urls")),
     re_path(r"^api/v1/(?P<rest>[\s\S]*)$", api_not_found),  # ids may hold newlines
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -41,10 +41,8 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import sqlite3
 import statistics
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -54,7 +52,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import ROOT, append_results
+from bench.common import ROOT, append_results, run_json
 
 WORK = ROOT / "var" / "bench" / "cluster"
 MODES = ("local[2]", "standalone", "connect")
@@ -164,22 +162,9 @@ def coldwarm_child(work: Path) -> dict[str, Any]:
 
 
 def run_child(kind: str, work: Path, extra: list[str], env: dict[str, str]) -> dict[str, Any]:
-    """This script as ``--child kind`` in its own process group (its JVM too), killed with
-    it on an error or a timeout; its last line of output is its result as JSON."""
+    """This script as ``--child kind``; its JVM is killed with it on an error or a timeout."""
     command = [sys.executable, str(Path(__file__)), "--child", kind, "--work", str(work), *extra]
-    child = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True
-    )
-    try:
-        out, _ = child.communicate(timeout=CHILD_TIMEOUT)
-    except BaseException:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
-        raise
-    if child.returncode != 0:
-        raise RuntimeError(f"{kind} child ({env.get('BENCH_MODE')}) exited {child.returncode}")
-    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
-    return result
+    return run_json(command, env, timeout=CHILD_TIMEOUT)
 
 
 def child_env(mode: str, target: str, work: Path, spark_conf: dict[str, str]) -> dict[str, str]:

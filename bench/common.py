@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -62,15 +63,26 @@ def run_child(
     env = dict(os.environ, DATABASE_URL=database_url, DJANGO_SETTINGS_MODULE="bdre.settings")
     env.pop("CELERY_BROKER_URL", None)
     env.update(env_extra or {})
-    out = subprocess.run(
-        [sys.executable, str(script), *args],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        text=True,
-        check=True,
+    return run_json([sys.executable, str(script), *args], env)
+
+
+def run_json(command: list[str], env: dict[str, str], *, timeout: float = 3600) -> dict:
+    """Run a benchmark's child in its own process group, so that what it started (a Celery
+    worker, a JVM) is killed with it on an error, a timeout or Ctrl-C; its last line of
+    output is its result as JSON."""
+    child = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    try:
+        out, _ = child.communicate(timeout=timeout)
+    except BaseException:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        raise
+    if child.returncode != 0:
+        raise subprocess.CalledProcessError(child.returncode, command)
+    result: dict = json.loads(out.strip().splitlines()[-1])
+    return result
 
 
 def summary(samples: list[float]) -> dict[str, float]:
@@ -86,6 +98,8 @@ def append_results(title: str, command: str, body: str) -> None:
             "# Benchmarks\n\nEach section is appended by a script under `bench/`; newest last.\n"
         )
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    # A script run without arguments is still named without a trailing space.
+    command = command.strip()
     with RESULTS.open("a") as f:
         f.write(f"\n## {title} ({stamp})\n\nMachine: {machine()}\n\nCommand: `{command}`\n\n")
         f.write(body.rstrip() + "\n")

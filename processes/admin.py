@@ -11,7 +11,7 @@ from django.http import HttpRequest
 
 from bdre.admin import MasterTableAdmin, ReadOnlyAdmin, ScopedAdmin
 from bdre.errors import BdreError
-from processes import orchestrator, schedules, tasks
+from processes import orchestrator, scan_gate, schedules, tasks
 from processes.models import (
     BusDomain,
     ExecState,
@@ -91,11 +91,17 @@ class ProcessAdmin(ScopedAdmin):
         done = []
         for job in queryset.filter(parent__isnull=True):
             try:
-                call(job.pk)
-                done.append(job.name)
+                result = call(job.pk)
             except (BdreError, ValidationError) as exc:
                 text = exc.message if isinstance(exc, BdreError) else "; ".join(exc.messages)
                 self.message_user(request, f"{job.name}: {text}", messages.ERROR)
+                continue
+            if isinstance(result, scan_gate.Quiet):  # its scans found nothing new: no run
+                self.message_user(
+                    request, f"{job.name}: no run started, {result.detail}", messages.INFO
+                )
+            else:
+                done.append(job.name)
         if done:
             self.message_user(request, f"{verb}: {', '.join(done)}", messages.SUCCESS)
 

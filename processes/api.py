@@ -3,12 +3,15 @@ pipelines, export and import), templates, properties, servers, runs and their lo
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.db.models import Q
+from django.http import HttpResponse
 from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import serializers, status, viewsets
+from rest_framework import renderers, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
@@ -21,7 +24,7 @@ from bdre.access import Role, scope
 from bdre.api import ErrorSerializer, ScopedViewSet, acting_on, require_role
 from bdre.errors import BdreError, Code
 from bdre.ids import ID_REGEX
-from processes import lifecycle, orchestrator, registry, schedules, tasks
+from processes import lifecycle, logfiles, orchestrator, registry, scan_gate, schedules, tasks
 from processes.filters import LogFilter, ProcessFilter, PropertyFilter, RunFilter, TemplateFilter
 from processes.models import (
     BusDomain,
@@ -32,6 +35,7 @@ from processes.models import (
     Property,
     Server,
 )
+from processes.replay_api import ProcessReplayActions
 from processes.serializers import (
     ApplicationSerializer,
     FilesBetweenInput,
@@ -43,16 +47,19 @@ from processes.serializers import (
     InitStepResultSerializer,
     InstantiateSerializer,
     LogSerializer,
+    NothingNewSerializer,
     PipelineSerializer,
     ProcessDetailSerializer,
     ProcessSerializer,
     PropertySerializer,
     RunDetailSerializer,
+    RunLogSerializer,
     RunSerializer,
     RunStartedSerializer,
     ScheduleSerializer,
     ServerSerializer,
     StepInput,
+    StepLogQuery,
     TemplateSerializer,
     TerminatedSerializer,
     TermInput,
@@ -104,7 +111,7 @@ class ApplicationViewSet(ScopedViewSet):
         "one step, whose predecessors are linked to its successors. Needs the admin role.",
     ),
 )
-class ProcessViewSet(ScopedViewSet):
+class ProcessViewSet(ProcessReplayActions, ScopedViewSet):
     filterset_class = ProcessFilter
     ordering_fields = ("id", "name", "add_ts")
 
@@ -258,17 +265,27 @@ class ProcessViewSet(ScopedViewSet):
 
     @extend_schema(
         request=InitJobInput,
-        responses={201: RunStartedSerializer, **ERRORS},
+        responses={201: RunStartedSerializer, 200: NothingNewSerializer, **ERRORS},
         description=(
             "Run now: start a run of the job (its batches claimed now) and send its steps to "
             "the workers. The answer names the new run; 409 when a run is going (104) or "
-            "there is nothing new to consume (112, 109)."
+            "there is nothing new to consume (112, 109). A job whose first steps scan is "
+            "checked first: 200 and no run when its locations hold nothing new."
         ),
     )
     @action(detail=True, methods=["post"])
     def run(self, request: Request, pk: str) -> Response:
         job = self._job(request, pk)
         started = tasks.start_run(job, _body(InitJobInput, request).get("max_batch"))
+        if isinstance(started, scan_gate.Quiet):
+            quiet = {
+                "started": False,
+                "outcome": started.outcome,
+                "detail": started.detail,
+                "run": started.run_id,
+                "last_checked": started.last_checked,
+            }
+            return Response(NothingNewSerializer(quiet).data)
         run_id = started.instance_exec_id
         url = request.build_absolute_uri(reverse("run-detail", args=[run_id]))
         body = {
@@ -321,6 +338,17 @@ class ProcessViewSet(ScopedViewSet):
         return Response(ScheduleSerializer(schedules.resume(self._job(request, pk))).data)
 
 
+class PlainTextRenderer(renderers.BaseRenderer):
+    """A step log as text; an error answer as its JSON text."""
+
+    media_type = "text/plain"
+    format = "txt"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data.encode() if isinstance(data, str) else json.dumps(data).encode()
+
+
 class RunViewSet(viewsets.ReadOnlyModelViewSet):
     """Runs of jobs and of their steps, with counters; a job run's detail lists its step
     runs."""
@@ -349,6 +377,52 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
         ).order_by("id")
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(LogSerializer(page, many=True).data)
+
+    @extend_schema(
+        parameters=[StepLogQuery],
+        responses={200: RunLogSerializer, 400: REGISTRY_ERRORS[400], 404: REGISTRY_ERRORS[404]},
+        description="The step log of a step run, or of each step run of a job run (the lines "
+        "matching q, case-insensitive; the last tail lines).",
+    )
+    @action(detail=True, methods=["get"], filterset_class=None, pagination_class=None)
+    def log(self, request: Request, pk: str) -> Response:
+        run = self.get_object()
+        query = StepLogQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        logs = logfiles.read_all(run, **query.validated_data)
+        return Response(RunLogSerializer({"run": run.pk, "steps": logs}).data)
+
+    @extend_schema(
+        parameters=[StepLogQuery],
+        responses={
+            (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="the log file"),
+            400: REGISTRY_ERRORS[400],
+            404: REGISTRY_ERRORS[404],
+        },
+        description="The same step logs as one text file to download.",
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path="log/download",
+        filterset_class=None,
+        pagination_class=None,
+        renderer_classes=[renderers.JSONRenderer, PlainTextRenderer],
+    )
+    def log_download(self, request: Request, pk: str) -> HttpResponse:
+        run = self.get_object()
+        query = StepLogQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        text = logfiles.as_text(logfiles.read_all(run, **query.validated_data))
+        response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.log"'
+        return response
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if self.action == "log_download":  # errors are JSON whatever the download asked for
+            self.request.accepted_renderer = renderers.JSONRenderer()
+            self.request.accepted_media_type = "application/json"
+        return super().handle_exception(exc)
 
     @extend_schema(request=None, responses={200: HeartbeatResultSerializer, **ERRORS})
     @action(detail=True, methods=["post"])

@@ -231,6 +231,10 @@ class DemoSummary:
     files: int
     batches: int
     runs: dict[str, str]  # job -> state of its last finished run
+    run_count: int  # the pipeline's runs, every job's
+    scan_runs: int  # the ingest job's runs: each one registered files
+    empty_scan_runs: int  # ingest runs whose scan registered nothing (heartbeats)
+    quiet_checks: int  # the schedule's ticks that found nothing new: no run, no batch
     counters: dict[str, int]  # the shred step's counters, summed over its runs
     tables: list[str]
     catalog: list[str]  # the tables' names in the published catalog
@@ -240,6 +244,10 @@ class DemoSummary:
         out = [
             f"  files registered:    {self.files}",
             f"  batches:             {self.batches}",
+            f"  runs:                {self.run_count}",
+            f"  ingest runs:         {self.scan_runs}",
+            f"  empty ingest runs:   {self.empty_scan_runs}",
+            f"  quiet checks:        {self.quiet_checks}",
             *(f"  last finished run of {job}: {state}" for job, state in self.runs.items()),
             f"  events in:           {c.get('rows_in', 0)}",
             f"  events out:          {c.get('rows_out', 0)}",
@@ -274,7 +282,7 @@ class DemoSummary:
 
 def summary(setup: DemoSetup) -> DemoSummary:
     from batches import catalog
-    from batches.models import Batch, File, HiveTable
+    from batches.models import Batch, File, HiveTable, ScanState
 
     app = setup.application
     runs = {}
@@ -292,10 +300,23 @@ def summary(setup: DemoSetup) -> DemoSummary:
         for key, value in counters.items():
             if isinstance(value, int):
                 totals[key] = totals.get(key, 0) + value
+    # A tick of the ingest schedule that finds nothing new is a quiet check, not a run
+    # (docs/operations.md, "Quiet scans"): every ingest run is one that registered files.
+    scan_runs = InstanceExec.objects.filter(
+        process__parent=setup.jobs[0], exec_state_id=ExecState.SUCCESS
+    ).values_list("counters", flat=True)
     return DemoSummary(
         files=File.objects.filter(batch__bus_domain=app).count(),
         batches=Batch.objects.filter(bus_domain=app).count(),
         runs=runs,
+        run_count=InstanceExec.objects.filter(process__in=setup.jobs).count(),
+        scan_runs=len(scan_runs),
+        empty_scan_runs=sum(1 for c in scan_runs if not c.get("registered")),
+        quiet_checks=sum(
+            ScanState.objects.filter(process__parent=setup.jobs[0]).values_list(
+                "quiet_checks", flat=True
+            )
+        ),
         counters=totals,
         tables=sorted(
             f"{t.dbname}.{t.table_name}" for t in HiveTable.objects.filter(bus_domain=app)

@@ -23,12 +23,14 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
+from batches import events as queue_events
 from batches import markings
 from batches import queue as batch_queue
 from batches.models import SEED_BATCH_ID, Batch, BatchConsumpQueue, BatchState, File
 from bdre.errors import BdreError, Code
 from lineage import openlineage
-from processes.models import ExecState, InstanceExec, Process
+from processes import events
+from processes.models import ExecState, InstanceExec, Process, Trigger
 from processes.workflow import predecessors, steps_in_order
 
 Queue = BatchConsumpQueue
@@ -136,6 +138,14 @@ def _set_state(
     if runs.update(exec_state_id=state, end_ts=now, error=error) != 1:
         return False
     openlineage.announce_end(run.pk, state, error)
+    events.run_ended.send(
+        sender=InstanceExec,
+        run_id=run.pk,
+        process_id=run.process_id,
+        parent_id=run.parent_id,
+        state=state,
+        error=error,
+    )
     return True
 
 
@@ -182,11 +192,18 @@ def _fail_job_rows(job: Process, run: InstanceExec, error: str, now: datetime) -
     # a re-run skips too), and a requeue sets them back to 0: the batch has failed this many
     # runs since it was claimed or last requeued.
     if rows.filter(attempts__gte=job.max_retries).exists():
+        dead = list(rows.values_list("pk", flat=True))
         rows.update(batch_state_id=BatchState.DISCARDED, end_ts=now)
     else:
-        rows.filter(
+        tired = rows.filter(
             batch_state_id=BatchState.FAILED, attempts__gte=F("process__max_retries")
-        ).update(batch_state_id=BatchState.DISCARDED)
+        )
+        dead = list(tired.values_list("pk", flat=True))
+        tired.update(batch_state_id=BatchState.DISCARDED)
+    if dead:
+        queue_events.dead_lettered.send(
+            sender=BatchConsumpQueue, queue_ids=dead, reason=error, by_hand=False
+        )
 
 
 # --- init_job -----------------------------------------------------------------------------
@@ -194,7 +211,11 @@ def _fail_job_rows(job: Process, run: InstanceExec, error: str, now: datetime) -
 
 @transaction.atomic
 def init_job(
-    process_id: int, max_batch: int | None = None, *, worker: str | None = None
+    process_id: int,
+    max_batch: int | None = None,
+    *,
+    worker: str | None = None,
+    trigger: str = Trigger.MANUAL,
 ) -> InitJobResult:
     """Start a run of a job: claim its steps' input and create its target batch.
 
@@ -207,7 +228,9 @@ def init_job(
     now = timezone.now()
     # A re-run claims nothing new: it takes over its failed run's batch and rows.
     plan = [] if rerun_batch_id is not None else _plan_claims(graph)  # 109, 112
-    run = _start_run(job, now, worker, rerun_batch_id)  # 104 if a concurrent call won
+    if rerun_batch_id is not None:
+        trigger = _rerun_trigger(rerun_batch_id, trigger)
+    run = _start_run(job, now, worker, rerun_batch_id, trigger)  # 104 if a concurrent call won
     if rerun_batch_id is not None:
         target_id = rerun_batch_id
         skipped = _reopen_target_batch(run, graph.steps, now)  # lock 2: its rows, updated
@@ -307,8 +330,40 @@ def _plan_claims(graph: _JobGraph) -> list[_Claim]:
     return plan
 
 
+def _rerun_trigger(target_batch_id: int, asked: str) -> str:
+    """A re-run of a batch is a retry if no run of it ever succeeded, otherwise a replay
+    (unless it is the one a backfill, rewind or reprocess asked for)."""
+    if asked in (Trigger.BACKFILL, Trigger.REWIND, Trigger.REPROCESS):
+        return asked
+    return Trigger.REPLAY if _last_success(target_batch_id) else Trigger.RETRY
+
+
+def _last_success(target_batch_id: int) -> int:
+    """The id of the last job run that delivered ``target_batch_id``, or 0."""
+    return (
+        InstanceExec.objects.filter(
+            parent__isnull=True, target_batch_id=target_batch_id, exec_state_id=ExecState.SUCCESS
+        )
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+        or 0
+    )
+
+
+def has_rebuilds(job_id: int) -> bool:
+    """Whether batches of the job wait to be rebuilt (a failed run's, or ones a backfill,
+    rewind or reprocess put back): live rows with a target batch once no run holds them.
+    Its next run takes the oldest."""
+    return (
+        Queue.objects.filter(process__parent_id=job_id, target_batch__isnull=False)
+        .exclude(batch_state_id=BatchState.DISCARDED)
+        .exists()
+    )
+
+
 def _start_run(
-    job: Process, now: datetime, worker: str | None, target_batch_id: int | None
+    job: Process, now: datetime, worker: str | None, target_batch_id: int | None, trigger: str
 ) -> InstanceExec:
     """The job's RUNNING instance, with its lease. The partial unique index on running
     instances backs the job's row lock up: a concurrent call that won it makes this 104."""
@@ -322,6 +377,7 @@ def _start_run(
                 lease_expires_at=_lease(job, now),
                 worker=worker if worker is not None else default_worker(),
                 target_batch_id=target_batch_id,
+                trigger=trigger,
             )
     except IntegrityError as exc:
         raise BdreError(Code.PARENT_ALREADY_RUNNING, f"{job.name} ({job.pk})") from exc
@@ -429,9 +485,12 @@ def _recovered_steps(steps: list[Process], target_batch_id: int) -> set[int]:
     """Steps a re-run skips: a recovery point is a step that succeeded for this target batch
     in an earlier run, has ``can_recover``, and whose ancestors all succeeded too; the re-run
     resumes after the last of them, skipping it and everything before it."""
+    # Only since the batch was last delivered: a batch rebuilt after it succeeded (a
+    # backfill, rewind or reprocess) is rebuilt whole.
     succeeded = set(
         InstanceExec.objects.filter(
             parent__target_batch_id=target_batch_id,
+            parent_id__gt=_last_success(target_batch_id),
             process_id__in=[s.pk for s in steps],
             exec_state_id=ExecState.SUCCESS,
         ).values_list("process_id", flat=True)

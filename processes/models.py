@@ -275,6 +275,21 @@ def grouped_properties(rows: Iterable[Property]) -> dict[str, dict[str, str]]:
     return grouped
 
 
+class Trigger(models.TextChoices):
+    """What started a job run. A re-run of a batch that never succeeded is a retry; of one
+    that did (rebuilt by a backfill, a rewind or a reprocess, or downstream of one), a
+    replay."""
+
+    SCHEDULE = "schedule"
+    UPSTREAM = "upstream"
+    MANUAL = "manual"
+    RETRY = "retry"
+    BACKFILL = "backfill"
+    REWIND = "rewind"
+    REPROCESS = "reprocess"
+    REPLAY = "replay"
+
+
 class InstanceExec(models.Model):
     """A run of a job, or of a step inside a job's run (``parent`` is the job's run)."""
 
@@ -315,6 +330,12 @@ class InstanceExec(models.Model):
         on_delete=models.PROTECT,
         related_name="runs",
         help_text="The batch a job run produces; a re-run after a failure keeps it.",
+    )
+    trigger = models.CharField(
+        max_length=16,
+        choices=Trigger.choices,
+        blank=True,
+        help_text="What started a job run (empty on step runs and runs from before).",
     )
 
     team_lookup = "process__bus_domain__team"

@@ -29,9 +29,10 @@ from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 from bdre.errors import BdreError, Code
-from processes import jobs, lifecycle
+from bdre.jsonlog import run_context
+from processes import jobs, lifecycle, logfiles
 from processes.jobs import checks
-from processes.models import ExecState, InstanceExec, Process
+from processes.models import ExecState, InstanceExec, Process, Trigger
 from processes.workflow import predecessors, steps_in_order
 
 log = logging.getLogger(__name__)
@@ -76,12 +77,21 @@ class Started:
     downstream: list[int] = field(default_factory=list)  # jobs to trigger (on_upstream)
 
 
-def start(job_id: int, *, max_batch: int | None = None, worker: str | None = None) -> Started:
+def start(
+    job_id: int,
+    *,
+    max_batch: int | None = None,
+    worker: str | None = None,
+    trigger: str = Trigger.MANUAL,
+) -> Started:
     """``init_job`` and the first steps to run. Raises the lifecycle's BdreError (104 when
     a run is going, 112 or 109 when there is nothing to consume)."""
     job = Process.objects.get(pk=job_id)
     claim = lifecycle.init_job(
-        job_id, max_batch if max_batch is not None else max_batch_of(job), worker=worker
+        job_id,
+        max_batch if max_batch is not None else max_batch_of(job),
+        worker=worker,
+        trigger=trigger,
     )
     InstanceExec.objects.filter(pk=claim.instance_exec_id).update(
         plan={"skipped": claim.skipped_step_ids, "dispatched": []}
@@ -135,7 +145,10 @@ def advance(job_run_id: int) -> Advance:
             batch_marking_of(job, run.start_ts),
             instance_exec_id=job_run_id,
         )
-        return Advance(finished=True, downstream=_triggered_by(job))
+        # A backfill or rewind puts several batches back: each run rebuilds one, and the
+        # job runs again while any is left (not after a failure: no storm of retries).
+        again = [job.pk] if lifecycle.has_rebuilds(job.pk) else []
+        return Advance(finished=True, downstream=_triggered_by(job) + again)
     handed_out = set(run.plan.get("dispatched", [])) | done | set(states)
     ready = [s.pk for s in steps if s.pk not in handed_out and before[s.pk] <= done]
     if ready:
@@ -258,10 +271,11 @@ def execute_step(
         files=batches.files,
         options=options or {},
     )
-    with Heartbeat(job_run_id, step_run) as beat:
+    with run_context(job_run_id, step_run), Heartbeat(job_run_id, step_run) as beat:
         try:
-            checks.check_step_run(context)
-            counters = jobs.run_step(context)
+            with logfiles.capture(job_run_id, step_run, step.name):
+                checks.check_step_run(context)
+                counters = jobs.run_step(context)
         except BaseException as exc:  # any failure, a time limit included, fails the run
             error = f"{type(exc).__name__}: {exc}"
             if beat.lost.is_set():

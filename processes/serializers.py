@@ -13,7 +13,7 @@ from batches.locations import LocationRefused, grants_storage, normalise
 from bdre.access import scope, teams
 from bdre.api import ScopedRelatedField
 from bdre.ids import is_id
-from processes import registry, schedules
+from processes import registry, scan_gate, schedules
 from processes.models import (
     BusDomain,
     InstanceExec,
@@ -29,6 +29,12 @@ from processes.workflow import steps_in_order
 
 class RunSerializer(serializers.ModelSerializer):
     exec_state_name = serializers.CharField(source="exec_state.name", read_only=True)
+    # A plain string: empty on step runs and on runs from before triggers were recorded.
+    trigger = serializers.CharField(
+        read_only=True,
+        help_text="What started a job run: schedule, upstream, manual, retry, backfill, rewind, "
+        "reprocess or replay (docs/operations.md); empty on step runs.",
+    )
 
     class Meta:
         model = InstanceExec
@@ -43,6 +49,7 @@ class RunSerializer(serializers.ModelSerializer):
             "heartbeat_at",
             "lease_expires_at",
             "target_batch",
+            "trigger",
             "worker",
             "spark_application_id",
             "spark_ui_url",
@@ -145,6 +152,41 @@ class RunStartedSerializer(serializers.Serializer):
     page = serializers.URLField(help_text="the run's page")
     target_batch_id = serializers.IntegerField(help_text="the batch the run writes")
     is_rerun = serializers.BooleanField(help_text="a run of a failed run's batches again")
+
+
+class CheckedStepSerializer(serializers.Serializer):
+    step = serializers.CharField()
+    checked_at = serializers.DateTimeField()
+    location = serializers.CharField()
+    after = serializers.CharField(help_text="the marker the listing started after")
+    listed = serializers.IntegerField(help_text="keys listed")
+    list_calls = serializers.IntegerField()
+    new = serializers.IntegerField(help_text="new files found (the check stops at the first)")
+    not_ready = serializers.IntegerField(help_text="keys passed over this time")
+    reconciled = serializers.BooleanField(help_text="also listed below the marker")
+
+
+class LastCheckedSerializer(serializers.Serializer):
+    """The last check of a job whose first steps scan (docs/operations.md, "Quiet scans")."""
+
+    checked_at = serializers.DateTimeField()
+    outcome = serializers.CharField(help_text="nothing_new, started or ran_meanwhile")
+    detail = serializers.CharField()
+    run = serializers.IntegerField(
+        allow_null=True, help_text="the run it started, or the one that started meanwhile"
+    )
+    quiet_checks = serializers.IntegerField(help_text="checks that started no run, in all")
+    steps = CheckedStepSerializer(many=True)
+
+
+class NothingNewSerializer(serializers.Serializer):
+    started = serializers.BooleanField(help_text="false: no run was started")
+    outcome = serializers.CharField(help_text="nothing_new, or ran_meanwhile")
+    detail = serializers.CharField()
+    run = serializers.IntegerField(
+        allow_null=True, help_text="with ran_meanwhile, the run another trigger started"
+    )
+    last_checked = LastCheckedSerializer()
 
 
 class TerminatedSerializer(serializers.Serializer):
@@ -400,9 +442,10 @@ class ProcessDetailSerializer(ProcessSerializer):
     steps = serializers.SerializerMethodField()
     properties = PropertySerializer(many=True, read_only=True)
     schedule = serializers.SerializerMethodField()
+    last_checked = serializers.SerializerMethodField()
 
     class Meta(ProcessSerializer.Meta):
-        fields = (*ProcessSerializer.Meta.fields, "steps", "properties", "schedule")
+        fields = (*ProcessSerializer.Meta.fields, "steps", "properties", "schedule", "last_checked")
 
     @extend_schema_field(BriefStepSerializer(many=True))
     def get_steps(self, process: Process) -> list[dict]:
@@ -416,6 +459,11 @@ class ProcessDetailSerializer(ProcessSerializer):
         if not process.is_job:
             return None
         return ScheduleSerializer(schedules.schedule_of(process.pk)).data
+
+    @extend_schema_field(LastCheckedSerializer(allow_null=True))
+    def get_last_checked(self, process: Process) -> dict | None:
+        checked = scan_gate.last_checked(process)
+        return LastCheckedSerializer(checked).data if checked is not None else None
 
 
 class TemplateStepSerializer(serializers.Serializer):
@@ -697,3 +745,31 @@ class LogSerializer(serializers.ModelSerializer):
             "add_ts",
         )
         read_only_fields = fields
+
+
+class StepLogQuery(serializers.Serializer):
+    q = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        help_text="Only the lines with this text (case-insensitive).",
+    )
+    tail = serializers.IntegerField(
+        required=False, min_value=1, max_value=100_000, help_text="Only the last N lines."
+    )
+
+
+class StepLogSerializer(serializers.Serializer):
+    step_run = serializers.IntegerField(source="step_run.pk")
+    step = serializers.CharField(source="step_run.process.name")
+    state = serializers.CharField(source="step_run.exec_state.name")
+    lines = serializers.ListField(child=serializers.CharField())
+    total_lines = serializers.IntegerField(help_text="Lines in the file.")
+    matched = serializers.IntegerField(help_text="Lines matching q (all without q).")
+    size = serializers.IntegerField(help_text="The file's size in bytes.")
+    cut = serializers.BooleanField(help_text="The middle was cut by BDRE_STEP_LOG_MAX_BYTES.")
+
+
+class RunLogSerializer(serializers.Serializer):
+    run = serializers.IntegerField()
+    steps = StepLogSerializer(many=True)

@@ -18,6 +18,7 @@ died for good is ended by the reaper when its lease expires, and re-run by the n
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from celery import shared_task
 from celery.signals import beat_init
@@ -25,8 +26,8 @@ from django.conf import settings
 from django.db import transaction
 
 from bdre.errors import BdreError, Code
-from processes import lifecycle, orchestrator
-from processes.models import InstanceExec, Process
+from processes import lifecycle, orchestrator, replay, scan_gate
+from processes.models import InstanceExec, Process, Trigger
 
 log = logging.getLogger(__name__)
 
@@ -43,29 +44,77 @@ NOTHING_TO_DO = (
 @shared_task(
     name="processes.tasks.run_process", bind=True, acks_late=True, reject_on_worker_lost=True
 )
-def run_process(self, process_id: int, max_batch: int | None = None) -> dict:
+def run_process(
+    self, process_id: int, max_batch: int | None = None, trigger: str = Trigger.SCHEDULE
+) -> dict:
+    # Beat's periodic tasks send the job's id alone: a run without a trigger is scheduled.
     try:
-        started = start_run(process_id, max_batch, worker=self.request.hostname)
+        started = start_run(process_id, max_batch, worker=self.request.hostname, trigger=trigger)
     except BdreError as exc:
         if exc.code in NOTHING_TO_DO:
             log.info("process %s not started: %s", process_id, exc.message)
             return {"process_id": process_id, "started": False, **exc.as_dict()}
         raise
+    if isinstance(started, scan_gate.Quiet):
+        log.info("process %s not started: %s", process_id, started.detail)
+        return {"process_id": process_id, "started": False, "outcome": started.outcome}
     return {"process_id": process_id, "started": True, "run": started.instance_exec_id}
 
 
 def start_run(
-    job_id: int, max_batch: int | None = None, *, worker: str | None = None
-) -> orchestrator.Started:
+    job_id: int,
+    max_batch: int | None = None,
+    *,
+    worker: str | None = None,
+    trigger: str = Trigger.MANUAL,
+) -> orchestrator.Started | scan_gate.Quiet:
     """Start a run of the job here and send its first steps to the workers (after the
     commit). "Run now" from the API, the pages, the admin and the CLI starts the run in the
     request, so that the answer names the new run, and a job that is running already (104)
     or has nothing new to consume (112, 109) is the user's answer, not a silent no-op in a
-    worker's log; the schedule and the upstream trigger go through ``run_process``."""
+    worker's log; the schedule and the upstream trigger go through ``run_process``. A job
+    whose scans find nothing new starts no run: the answer is then ``scan_gate.Quiet``
+    (docs/operations.md, "Quiet scans")."""
     _live_job(job_id)
-    started = orchestrator.start(job_id, max_batch=max_batch, worker=worker)
+    started = scan_gate.start(job_id, max_batch=max_batch, worker=worker, trigger=trigger)
+    if isinstance(started, scan_gate.Quiet):
+        return started
     hand_on(started.instance_exec_id, started.ready, started.downstream)
     return started
+
+
+@dataclass(frozen=True)
+class ReplayStarted:
+    plan: replay.ReplayPlan
+    rows_put_back: int
+    runs: list[int]  # job runs started now
+    waiting: list[int]  # jobs running already: their next run rebuilds first
+
+
+def start_replay(plan: replay.ReplayPlan) -> ReplayStarted:
+    """A backfill, rewind or reprocess: its first batches put back in the queue, and a run
+    of each of their jobs started (recorded with the plan's trigger). A job running now
+    rebuilds on its next run, which its current one triggers; the batches downstream are
+    rebuilt as each is delivered again."""
+    rows = replay.put_back(plan)
+    runs: list[int] = []
+    waiting: list[int] = []
+    for job_id in plan.jobs_to_start:
+        try:
+            started = start_run(job_id, trigger=plan.trigger)
+        except BdreError as exc:
+            if exc.code != Code.PARENT_ALREADY_RUNNING:
+                raise
+            waiting.append(job_id)
+            continue
+        # A job that also scans may answer Quiet: a run another trigger started meanwhile
+        # rebuilds first, as any run of the job does.
+        run = started.run_id if isinstance(started, scan_gate.Quiet) else started.instance_exec_id
+        if run is None:
+            waiting.append(job_id)
+        else:
+            runs.append(run)
+    return ReplayStarted(plan, rows, runs, waiting)
 
 
 @shared_task(name="processes.tasks.run_step", bind=True, acks_late=True, reject_on_worker_lost=True)
@@ -114,7 +163,9 @@ def enqueue_run(job_id: int, max_batch: int | None = None) -> None:
     a run triggers."""
     _live_job(job_id)
     transaction.on_commit(
-        lambda: run_process.apply_async((job_id, max_batch), queue=settings.BDRE_QUEUE)
+        lambda: run_process.apply_async(
+            (job_id, max_batch), kwargs={"trigger": Trigger.UPSTREAM}, queue=settings.BDRE_QUEUE
+        )
     )
 
 
@@ -132,3 +183,18 @@ def _schedule_the_reaper(sender: object = None, **kwargs: object) -> None:
     from processes.schedules import ensure_reaper
 
     ensure_reaper(settings.BDRE_REAPER_SECONDS)
+
+
+@shared_task(name="processes.tasks.purge_step_logs")
+def purge_step_logs() -> int:
+    from processes import logfiles
+
+    return logfiles.purge_expired()
+
+
+@beat_init.connect(dispatch_uid="bdre-step-log-retention")
+def _schedule_the_log_purge(sender: object = None, **kwargs: object) -> None:
+    """Beat keeps the purge of expired step logs in its schedule (docs/operations.md)."""
+    from processes import logfiles
+
+    logfiles.ensure_purge_schedule()

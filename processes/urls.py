@@ -3,7 +3,7 @@
 from django.urls import path, re_path
 
 from bdre.ids import ID_REGEX
-from processes import views
+from processes import replay_views, views
 
 ID = f"(?P<pk>{ID_REGEX})"
 
@@ -18,9 +18,14 @@ urlpatterns = [
     path("jobs/new/", views.job_new, name="ui-job-new"),
     path("jobs/from-template/", views.job_from_template, name="ui-job-from-template"),
     re_path(rf"^jobs/{ID}/schedule/$", views.schedule_edit, name="ui-job-schedule"),
+    re_path(rf"^jobs/{ID}/backfill/$", replay_views.backfill, name="ui-job-backfill"),
+    re_path(rf"^steps/{ID}/rewind/$", replay_views.rewind, name="ui-step-rewind"),
+    re_path(rf"^batches/{ID}/reprocess/$", replay_views.reprocess_batch, name="ui-batch-reprocess"),
+    re_path(rf"^files/{ID}/reprocess/$", replay_views.reprocess_file, name="ui-file-reprocess"),
     re_path(rf"^jobs/{ID}/save-template/$", views.template_save, name="ui-template-save"),
     path("templates/", views.template_list, name="ui-templates"),
     re_path(rf"^templates/{ID}/delete/$", views.template_delete, name="ui-template-delete"),
     re_path(rf"^runs/{ID}/$", views.run_detail, name="ui-run"),
     re_path(rf"^runs/{ID}/live/$", views.run_live, name="ui-run-live"),
+    re_path(rf"^runs/{ID}/log/$", views.run_log, name="ui-run-log"),
 ]

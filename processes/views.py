@@ -13,7 +13,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Model
 from django.forms import BaseForm
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
@@ -24,7 +24,7 @@ from bdre.access import Role, can, scope
 from bdre.errors import BdreError
 from lineage import graphs
 from processes import dashboard as selectors
-from processes import forms, orchestrator, registry, schedules, tasks
+from processes import forms, logfiles, orchestrator, registry, scan_gate, schedules, tasks
 from processes.models import (
     ExecState,
     InstanceExec,
@@ -113,6 +113,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "runs": runs,
             "queue": queue,
             "schedule": schedule,
+            "last_checked": scan_gate.last_checked(job),
             "can_run": can(request.user, job, Role.DEVELOPER),
             "schedule_form": forms.ScheduleFields(
                 initial={
@@ -137,11 +138,14 @@ def job_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     try:
         if action == "run":
             started = tasks.start_run(job.pk)
-            messages.success(
-                request,
-                f"Run {started.instance_exec_id} of {job.name} started: its steps are queued "
-                "on the workers.",
-            )
+            if isinstance(started, scan_gate.Quiet):
+                messages.info(request, f"No run of {job.name} started: {started.detail}.")
+            else:
+                messages.success(
+                    request,
+                    f"Run {started.instance_exec_id} of {job.name} started: its steps are "
+                    "queued on the workers.",
+                )
         elif action == "terminate":
             run_id = orchestrator.terminate(job.pk, f"terminated by {request.user}")
             messages.success(request, f"Run {run_id} of {job.name} is terminated.")
@@ -162,6 +166,13 @@ def _annotate(row: Model, **values: float) -> None:
     """Values for the template on a row, as a queryset's ``annotate`` would set them."""
     for name, value in values.items():
         setattr(row, name, value)
+
+
+# The run page shows the last lines of each step's log (the live tail), or its lines that
+# match the search; the download has them all.
+LOG_TAIL_SHOWN = 200
+LOG_MATCHES_SHOWN = 500
+LOG_QUERY_MAX = 200
 
 
 def _run_context(request: HttpRequest, pk: int) -> dict[str, Any]:
@@ -188,10 +199,16 @@ def _run_context(request: HttpRequest, pk: int) -> dict[str, Any]:
             seconds=(end - step.start_ts).total_seconds(),
         )
     logs = ProcessLog.objects.filter(instance_exec__in=[run, *steps]).order_by("id")[:200]
+    q = request.GET.get("q", "")[:LOG_QUERY_MAX]
     return {
         "run": run,
         "steps": steps,
         "logs": logs,
+        "q": q,
+        "step_logs": [
+            logfiles.read(step, q=q, tail=LOG_MATCHES_SHOWN if q else LOG_TAIL_SHOWN)
+            for step in steps
+        ],
         "live": run.exec_state_id == ExecState.RUNNING,
         "duration": ((run.end_ts or last) - run.start_ts).total_seconds(),
     }
@@ -206,6 +223,27 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def run_live(request: HttpRequest, pk: int) -> HttpResponse:
     """The changing part of the run page, fetched by the page's script while it runs."""
     return render(request, "processes/_run_live.html", _run_context(request, pk))
+
+
+@login_required
+def run_log(request: HttpRequest, pk: int) -> HttpResponse:
+    """The run's step logs (or one step run's: ``step``), the lines matching ``q`` only if
+    given, as a text file to download."""
+    run = get_object_or_404(
+        scope(request.user, InstanceExec.objects.filter(parent__isnull=True)), pk=pk
+    )
+    step = request.GET.get("step", "")
+    step_run_id = int(step) if step.isascii() and step.isdigit() and len(step) < 19 else None
+    if step and step_run_id is None:
+        raise Http404("step must be a step run's id.")
+    q = request.GET.get("q", "")[:LOG_QUERY_MAX]
+    logs = logfiles.read_all(run, q=q, step_run_id=step_run_id)
+    if step_run_id is not None and not logs:
+        raise Http404(f"Run {run.pk} has no step run {step_run_id}.")
+    name = f"run-{run.pk}" + (f"-step-{step_run_id}" if step_run_id else "") + ".log"
+    response = HttpResponse(logfiles.as_text(logs), content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
 
 
 # --- registration ------------------------------------------------------------------------------

@@ -150,6 +150,28 @@ class ServerFactory(factory.django.DjangoModelFactory):
     name = factory.Sequence(lambda n: f"server{n}")
 
 
+def steps_job(team, name: str, steps, upstream=None) -> Process:
+    """A job of ``team`` registered through the registry, one step per ``(kind,
+    properties)`` of ``steps``, named ``<name>_<i>``; the first reads ``upstream``'s
+    output."""
+    from processes.registry import StepSpec, create_job
+
+    return create_job(
+        bus_domain=team.application,
+        name=name,
+        process_type_id=JOB_TYPE,
+        steps=[
+            StepSpec(
+                f"{name}_{i}",
+                kind,
+                upstream=[u.pk for u in upstream or []] if i == 0 else [],
+                properties=props,
+            )
+            for i, (kind, props) in enumerate(steps)
+        ],
+    )
+
+
 def grant_root(team, root: str | Path, **kwargs) -> Server:
     """What an installation superuser does to let ``team`` (a Group) read and write inside
     ``root`` (a folder, ``file:///...``, ``s3://bucket/prefix/`` or a jdbc: URL)."""

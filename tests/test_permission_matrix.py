@@ -51,6 +51,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from alerts.models import Alert, AlertGate, Destination
 from batches.models import (
     ArchiveConsumpQueue,
     Batch,
@@ -247,13 +248,32 @@ def build_world() -> SimpleNamespace:
     w.queue_row = QueueRowFactory(
         process=w.step, source_batch=w.batch, batch_state_id=BatchState.FAILED
     )
+    # What w.step made of w.batch: what a backfill, rewind or reprocess would rebuild.
+    w.made = BatchFactory(bus_domain=w.app)
     w.archived = ArchiveConsumpQueue.objects.create(
         queue_id=10**9,
         source_batch=w.batch,
+        target_batch=w.made,
         insert_ts=timezone.now(),
         process=w.step,
         batch_state_id=BatchState.PROCESSED,
         batch_marking="2026-11-20",
+    )
+    w.scan_job = registry.create_job(
+        bus_domain=w.app,
+        name="alpha_scan",
+        process_type_id=JOB_TYPE,
+        steps=[
+            registry.StepSpec(
+                "alpha_scan_s1",
+                52,  # ingest.scan
+                properties={"scan": {"location": Path(_landing(w.team, "in")).as_uri()}},
+            )
+        ],
+    )
+    w.scan_step = w.scan_job.steps.get()
+    ScanState.objects.create(
+        process=w.scan_step, location=Path(_landing(w.team, "in")).as_uri(), marker="m"
     )
     w.table = HiveTable.objects.create(
         team=w.team, bus_domain=w.app, dbname="alpha_db", table_name="orders"
@@ -279,6 +299,20 @@ def build_world() -> SimpleNamespace:
         etl_time=timezone.now(),
     )
     CatalogState.objects.create(summary=["t1_alpha_db.src: created"])
+    # Only for freshness: the matrix's failures and discards send no alert anywhere.
+    w.destination = Destination.objects.create(
+        team=w.team, channel="email", target="alpha@example.com", kinds="freshness"
+    )
+    w.alert = Alert.objects.create(
+        job=w.job,
+        team=w.team,
+        kind="failure",
+        channel="email",
+        destination="alpha@example.com",
+        subject="[BDRE] alpha_orders: run failed",
+        status="sent",
+    )
+    AlertGate.objects.create(job=w.job, kind="failure")
     Token.objects.create(user=w.users[OWNER])
     ClockedSchedule.objects.create(clocked_time=timezone.now() + timedelta(days=1))
     CrontabSchedule.objects.create(minute="5")
@@ -571,6 +605,31 @@ API_TABLE = [
         body=lambda w: {},
         probe=lambda w: (_runs_of(w.job), len(w.sent)),
     ),
+    # Backfill, rewind, reprocess and a marker reset: their plans (a preview changes nothing).
+    _api(
+        "process-backfill",
+        "POST",
+        lambda w: f"/processes/{w.job.pk}/backfill/",
+        Need.DEVELOPER,
+        ok=200,
+        body=lambda w: {"since": "2000-01-01", "until": "2100-01-01", "preview": True},
+    ),
+    _api(
+        "process-rewind",
+        "POST",
+        lambda w: f"/processes/{w.step.pk}/rewind/",
+        Need.DEVELOPER,
+        ok=200,
+        body=lambda w: {"batch": 0, "preview": True},
+    ),
+    _api(
+        "process-reset-marker",
+        "POST",
+        lambda w: f"/processes/{w.scan_step.pk}/reset-marker/",
+        Need.DEVELOPER,
+        ok=200,
+        body=lambda w: {"key": "", "preview": True},
+    ),
     _api(
         "process-terminate",
         "POST",
@@ -698,6 +757,8 @@ API_TABLE = [
     _list("run-list", "/runs/", InstanceExec, lambda w: w.live_run),
     _api("run-detail", "GET", lambda w: f"/runs/{w.live_run}/", Need.VIEWER),
     _api("run-logs", "GET", lambda w: f"/runs/{w.live_run}/logs/", Need.VIEWER),
+    _api("run-log", "GET", lambda w: f"/runs/{w.live_run}/log/", Need.VIEWER),
+    _api("run-log-download", "GET", lambda w: f"/runs/{w.live_run}/log/download/", Need.VIEWER),
     _api(
         "run-heartbeat",
         "POST",
@@ -713,6 +774,22 @@ API_TABLE = [
     _api("batch-detail", "GET", lambda w: f"/batches/{w.batch.pk}/", Need.VIEWER),
     _list("queue-list", "/queue/", BatchConsumpQueue, lambda w: w.queue_row.pk),
     _api("queue-detail", "GET", lambda w: f"/queue/{w.queue_row.pk}/", Need.VIEWER),
+    _api(
+        "batch-reprocess",
+        "POST",
+        lambda w: f"/batches/{w.batch.pk}/reprocess/",
+        Need.DEVELOPER,
+        ok=200,
+        body=lambda w: {"preview": True},
+    ),
+    _api(
+        "file-reprocess",
+        "POST",
+        lambda w: f"/files/{w.file.pk}/reprocess/",
+        Need.DEVELOPER,
+        ok=200,
+        body=lambda w: {"preview": True},
+    ),
     _api(
         "queue-requeue",
         "POST",
@@ -771,6 +848,55 @@ API_TABLE = [
         lambda w: f"/table-shares/{w.share.pk}/",
         Need.ADMIN,
         probe=_state(TableShare, lambda w: w.share.pk, "pk"),
+    ),
+    # alerts and the teams' alert destinations
+    _list("alert-list", "/alerts/", Alert, lambda w: w.alert.pk),
+    _api("alert-detail", "GET", lambda w: f"/alerts/{w.alert.pk}/", Need.VIEWER),
+    _list(
+        "alert-destination-list", "/alert-destinations/", Destination, lambda w: w.destination.pk
+    ),
+    _api(
+        "alert-destination-list",
+        "POST",
+        lambda w: "/alert-destinations/",
+        Need.ADMIN,
+        kind="create",
+        body=lambda w: {"team": w.team.pk, "channel": "email", "target": "alpha-new@example.com"},
+        probe=_count(Destination, target="alpha-new@example.com"),
+    ),
+    _api(
+        "alert-destination-detail",
+        "GET",
+        lambda w: f"/alert-destinations/{w.destination.pk}/",
+        Need.VIEWER,
+    ),
+    _api(
+        "alert-destination-detail",
+        "PUT",
+        lambda w: f"/alert-destinations/{w.destination.pk}/",
+        Need.ADMIN,
+        body=lambda w: {
+            "team": w.team.pk,
+            "channel": "email",
+            "target": "alpha-put@example.com",
+            "kinds": "sla",
+        },
+        probe=_state(Destination, lambda w: w.destination.pk, "target", "kinds"),
+    ),
+    _api(
+        "alert-destination-detail",
+        "PATCH",
+        lambda w: f"/alert-destinations/{w.destination.pk}/",
+        Need.ADMIN,
+        body=lambda w: {"kinds": "sla"},
+        probe=_state(Destination, lambda w: w.destination.pk, "kinds"),
+    ),
+    _api(
+        "alert-destination-detail",
+        "DELETE",
+        lambda w: f"/alert-destinations/{w.destination.pk}/",
+        Need.ADMIN,
+        probe=_state(Destination, lambda w: w.destination.pk, "pk"),
     ),
     # servers
     _list("server-list", "/servers/", Server, lambda w: w.server.pk),
@@ -1143,6 +1269,17 @@ PAGE_TABLE = [
         body=lambda w: {"every_seconds": 5, "timezone": "UTC"},
         probe=_schedule("job", "every_seconds"),
     ),
+    # The plan pages: without the request's values, a form (nothing starts).
+    *(
+        _page(route, method, path, Need.DEVELOPER, ok=200)
+        for route, path in (
+            ("ui-job-backfill", lambda w: f"/jobs/{w.job.pk}/backfill/"),
+            ("ui-step-rewind", lambda w: f"/steps/{w.step.pk}/rewind/"),
+            ("ui-batch-reprocess", lambda w: f"/batches/{w.batch.pk}/reprocess/?preview=1"),
+            ("ui-file-reprocess", lambda w: f"/files/{w.file.pk}/reprocess/?preview=1"),
+        )
+        for method in ("GET",)
+    ),
     _page(
         "ui-template-save",
         "POST",
@@ -1231,6 +1368,7 @@ PAGE_TABLE = [
     ),
     _page("ui-run", "GET", lambda w: f"/runs/{w.live_run}/", Need.VIEWER),
     _page("ui-run-live", "GET", lambda w: f"/runs/{w.live_run}/live/", Need.VIEWER),
+    _page("ui-run-log", "GET", lambda w: f"/runs/{w.live_run}/log/", Need.VIEWER),
     _page(
         "ui-queue",
         "GET",
@@ -1290,6 +1428,9 @@ PAGE_TABLE = [
     _page("ui-lineage-node", "GET", lambda w: f"/lineage/nodes/{w.src_node.pk}/", Need.VIEWER),
     # accounts (Django's views), health, the API's schema and documentation
     _page("login", "GET", lambda w: "/accounts/login/", Need.PUBLIC, kind="other"),
+    # An operator's endpoint: the test client calls from 127.0.0.1, inside the default
+    # BDRE_METRICS_ALLOW (tests/bdre/test_metrics.py has the refusals).
+    _page("metrics", "GET", lambda w: "/metrics", Need.PUBLIC, kind="other"),
     _page("logout", "POST", lambda w: "/accounts/logout/", Need.PUBLIC, kind="other", ok=TO_LOGIN),
     _page(
         "password_change", "GET", lambda w: "/accounts/password_change/", Need.LOGIN, kind="other"
@@ -1346,6 +1487,8 @@ ADMIN_READ_ONLY = {
     "batches.catalogstate",
     "lineage.lineagenodetype",
     "lineage.lineagequerytype",
+    "alerts.alert",
+    "alerts.alertgate",
 }
 ADMIN_NO_ADD = ADMIN_READ_ONLY | {"bdre.apitoken"}  # a token is issued by its owner
 
@@ -1588,17 +1731,6 @@ def _check_list(world: W, op: Op, actor: Actor, response) -> None:
         assert shown is _sees(op, actor), f"{what}: {marker!r} shown: {shown}"
 
 
-@pytest.fixture
-def sent(world, monkeypatch):
-    """The runs and steps queued on Celery, instead of sending them."""
-    from processes import tasks
-
-    world.sent = []
-    for task in (tasks.run_process, tasks.run_step):
-        monkeypatch.setattr(task, "apply_async", lambda args, **kw: world.sent.append((args, kw)))
-    return world.sent
-
-
 def _runs_of(job) -> int:
     return InstanceExec.objects.filter(process=job).count()
 
@@ -1610,6 +1742,7 @@ CASES = [(op, actor) for op in TABLE for actor in ACTORS]
     ("op", "actor"), CASES, ids=[f"{op.id}-as-{actor.name}" for op, actor in CASES]
 )
 def test_the_matrix(world, sent, django_capture_on_commit_callbacks, op, actor):
+    world.sent = sent  # the probes count what was queued
     expect = expected(op, actor)
     path = op.path(world)
     body = op.body(world) if op.body else None

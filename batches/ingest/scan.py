@@ -410,3 +410,116 @@ def scan(
     ScanState.objects.filter(pk=state.pk).update(scans=F("scans") + 1, last_scan_ts=scanner.now)
     scanner.report()
     return scanner.result
+
+
+# --- the check before a run (docs/operations.md, "Quiet scans") ----------------------------
+
+
+@dataclass
+class CheckResult:
+    """What a check of a scan step's location found: ``new`` counts the files a scan now
+    would register, up to the first one (the check stops there: the run's scan lists the
+    rest); ``not_ready`` the keys passed over this time (in flight, young, empty, unsafe)."""
+
+    step_id: int
+    location: str
+    after: str  # the marker the listing started after
+    listed: int = 0
+    list_calls: int = 0
+    new: int = 0
+    not_ready: int = 0
+    reconciled: bool = False
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def check(step_id: int, *, storage: Storage | None = None) -> CheckResult:
+    """List the location of the ``ingest.scan`` step ``step_id`` as its scan would (after
+    the marker, and below it when the reconciliation is due) and tell whether a scan now
+    would register a file. Registers nothing and moves no marker: a file that appears after
+    this listing is found by the run's scan or by the next check (``record_check``)."""
+    step = Process.objects.select_related("parent", "bus_domain").get(pk=step_id)
+    if step.parent is None:
+        raise ScanConfigError(f"{step.name} is a job; check one of its steps")
+    options = ScanOptions.of(step)
+    state, _ = ScanState.objects.get_or_create(
+        process=step, defaults={"location": options.location}
+    )
+    # A new location is listed from its start; the scan resets the marker itself.
+    marker = state.marker if state.location == options.location else ""
+    scanner = _Scanner(
+        step=step,
+        job=step.parent,
+        options=options,
+        storage=storage or options.open(),
+        now=timezone.now(),
+        run_id=None,
+        result=ScanResult(marker=marker),
+        progress=None,
+    )
+    found = CheckResult(step_id=step.pk, location=options.location, after=marker)
+    for page in scanner.storage.pages(marker, options.page_size):
+        if _count_new(scanner, page, found):
+            break
+    due = bool(options.reconcile_every) and (state.scans + 1) % options.reconcile_every == 0
+    if not found.new and due:
+        found.reconciled = True
+        for page in scanner.storage.pages("", options.page_size):
+            below = [o for o in page if o.key <= marker]
+            if _count_new(scanner, below, found) or len(below) < len(page):
+                break
+    found.listed = scanner.storage.stats.keys_listed
+    found.list_calls = scanner.storage.stats.list_calls
+    return found
+
+
+def _count_new(scanner: _Scanner, page: list[ObjectInfo], found: CheckResult) -> bool:
+    """Count the page's keys that are not ready, and its first file a scan would register
+    as it would decide (``register_page``); True once there is one."""
+    ready = []
+    for obj in page:
+        if scanner.not_ready(obj) is None:
+            ready.append(obj)
+        else:
+            found.not_ready += 1
+    uris = {scanner.storage.uri_of(o.key): o for o in ready}
+    known = scanner.registered(uris)
+    for uri, obj in uris.items():
+        previous = known.get(uri, [])
+        if previous and (
+            scanner.same_local_file(obj, previous) or scanner.options.on_overwrite != "reprocess"
+        ):
+            continue
+        if previous:
+            file_hash = scanner.storage.content_hash(obj)
+            if any(h == file_hash for h, _, _ in previous):
+                continue
+        found.new += 1
+        return True
+    return False
+
+
+def record_check(
+    checks: list[CheckResult], *, outcome: str, detail: str, run_id: int | None, quiet: bool
+) -> None:
+    """Keep the check on each step's scan state, overwriting the previous one. A quiet
+    check (it started no run) counts as a listing for the reconciliation cadence, so that a
+    location where nothing new arrives is still reconciled every ``reconcile_every``; a
+    check that starts a run does not, so that the run's scan reconciles when it was due."""
+    now = timezone.now()
+    for found in checks:
+        fields: dict[str, object] = {
+            "last_checked_ts": now,
+            "last_check": {
+                "outcome": outcome,
+                "detail": detail,
+                "run": run_id,
+                **found.as_dict(),
+            },
+        }
+        if quiet:
+            fields |= {"quiet_checks": F("quiet_checks") + 1, "scans": F("scans") + 1}
+            if found.reconciled:
+                fields["last_reconcile_ts"] = now
+        ScanState.objects.filter(process_id=found.step_id).update(**fields)

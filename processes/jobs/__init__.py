@@ -92,9 +92,9 @@ def _session_for(kind: str, context: JobContext) -> AbstractContextManager[objec
     kinds never import PySpark."""
     if not kind.startswith("spark."):
         return nullcontext()
-    from processes.jobs.spark_io import step_session
+    from processes.jobs.spark_progress import logged_step_session
 
-    return step_session(context)
+    return logged_step_session(context)
 
 
 def cancel_running_work() -> None:

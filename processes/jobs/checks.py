@@ -100,14 +100,19 @@ def check_export_driver(kind: str, properties: Mapping[str, Mapping[str, object]
 
 
 def check_step_run(context: JobContext) -> None:
-    """Before a step runs: its locations once more, as they are now (a row changed behind
-    the registry's back, a grant taken back since), and every file it was given to read;
-    each must lie inside the team's storage roots. (The kinds check their statements,
-    callables and table names themselves when they run.)"""
+    """Before a step runs: its Spark options and its locations once more, as they are now
+    (a row changed behind the registry's back, a grant taken back since), and every file it
+    was given to read; each must lie inside the team's storage roots. (The kinds check their
+    statements, callables and table names themselves when they run.)"""
     step = context.step
     storage = TeamStorage(step.bus_domain.team_id)
     kind = step.process_type.job_kind
     properties = grouped_properties(Property.objects.filter(process=step))
+    try:
+        step_options(kind, properties)
+    except RefusedSparkOption as exc:
+        context.log("spark.refused", str(exc), "security")
+        raise
     try:
         check_step_locations(kind, properties, storage)
         check_export_driver(kind, properties)

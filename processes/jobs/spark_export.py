@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
+from batches.locations import spark_path
 from processes.jobs import Counters, JobContext, register
-from processes.jobs.spark_io import input_batches, read_table, spark_path, start
+from processes.jobs.spark_io import input_batches, read_table, start
 from processes.jobs.spark_session import get_spark
 
 

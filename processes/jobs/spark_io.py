@@ -13,22 +13,17 @@ from batches import tables
 from batches.models import HiveTable
 from processes.jobs import JobContext
 from processes.jobs.spark_session import (
-    RefusedSparkOption,
+    STEP_GROUP,
     application_id,
     effective_conf,
     get_spark,
+    is_stopped,
     step_conf,
-    step_options,
     ui_url,
 )
-from processes.models import InstanceExec, Property, grouped_properties
+from processes.models import InstanceExec
 
 BATCH_COLUMN = "batch_id"
-
-
-def spark_path(uri: str) -> str:
-    """A registered file's URI as Spark reads it (``s3://`` through the s3a connector)."""
-    return "s3a://" + uri[len("s3://") :] if uri.startswith("s3://") else uri
 
 
 def start(context: JobContext, spark: SparkSession) -> None:
@@ -42,20 +37,21 @@ def start(context: JobContext, spark: SparkSession) -> None:
 @contextmanager
 def step_session(context: JobContext) -> Iterator[SparkSession]:
     """The worker's session with the step's own Spark options (its ``spark`` properties,
-    checked again as they are now) while the step runs, put back after it; the options in
-    effect and the Spark UI are recorded on the step's run."""
-    properties = grouped_properties(Property.objects.filter(process=context.step))
-    try:
-        options = step_options(context.step.process_type.job_kind, properties)
-    except RefusedSparkOption as exc:
-        context.log("spark.refused", str(exc), "security")
-        raise
+    which checks.check_step_run has just checked as they are now) while the step runs, put
+    back after it; the options in effect and the Spark UI are recorded on the step's run."""
     spark = get_spark()
-    with step_conf(spark, options):
-        InstanceExec.objects.filter(pk=context.step_run_id).update(
-            spark_conf=effective_conf(spark), spark_ui_url=ui_url(spark)
-        )
-        yield spark
+    try:
+        with step_conf(spark, context.properties(STEP_GROUP)):
+            InstanceExec.objects.filter(pk=context.step_run_id).update(
+                spark_conf=effective_conf(spark), spark_ui_url=ui_url(spark)
+            )
+            yield spark
+    finally:
+        # What a step cached is its own. Left in the worker's session, a later read of the
+        # same files (a batch rebuilt after its file was fixed) would be answered from the
+        # cache with the old rows, and the session would grow with every step.
+        if not is_stopped(spark):
+            spark.catalog.clearCache()
 
 
 class PartitionWrittenTwice(RuntimeError):

@@ -9,8 +9,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from batches.locations import spark_path
 from processes.jobs import Counters, JobContext, register
-from processes.jobs.spark_io import spark_path, start, write_batch
+from processes.jobs.spark_io import start, write_batch
 from processes.jobs.spark_session import get_spark
 
 FORMATS = ("csv", "tsv", "json", "parquet", "text")

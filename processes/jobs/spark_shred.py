@@ -24,9 +24,10 @@ from django.utils import timezone
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from batches.locations import spark_path
 from processes.jobs import Counters, JobContext, register, shred
 from processes.jobs.manifest import Manifest, open_manifest
-from processes.jobs.spark_io import spark_path, start, team_of, write_batch
+from processes.jobs.spark_io import start, team_of, write_batch
 from processes.jobs.spark_session import get_spark
 
 logger = logging.getLogger(__name__)

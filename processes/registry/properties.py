@@ -3,7 +3,7 @@ step's kind refuses to run."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from django.core.exceptions import ValidationError
 from django.db.models import CharField
@@ -22,6 +22,15 @@ def _max_length(name: str) -> int:
 
 GROUP_LENGTH = _max_length("config_group")
 KEY_LENGTH = _max_length("key")
+
+
+class RefusedProperty(ValueError):
+    """A value a group's own check refuses (``GROUP_CHECKS``), said in the user's words."""
+
+
+# Config groups that another app reads (``alerts``: where and when to alert), checked by that
+# app: it registers its check here when it starts, so that processes never imports it.
+GROUP_CHECKS: dict[str, Callable[[Mapping[str, object]], None]] = {}
 
 
 def check_properties(properties: Properties, owner: str, field: str | None = "properties") -> None:
@@ -49,7 +58,10 @@ def check_step_properties(
     the team's storage roots (docs/security.md)."""
     try:
         checks.check_step_properties(kind, properties, team_id=team_id)
-    except checks.REFUSED as exc:
+        for group, check in GROUP_CHECKS.items():
+            if group in properties:
+                check(properties[group])
+    except (*checks.REFUSED, RefusedProperty) as exc:
         raise ValidationError({field: f"{owner}: {exc}"}) from exc
 
 

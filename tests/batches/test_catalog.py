@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from batches import catalog
+from batches import catalog, locations
 from batches.models import CatalogState, HiveTable
 from tests.factories import (
     BusDomainFactory,
@@ -64,7 +64,7 @@ def test_a_location_is_escaped_for_a_sql_string_literal():
     assert catalog.sql_string("C:\\x\\'y") == r"'C:\\x\\\'y'"
     assert catalog.quote("a`b") == "`a``b`"
     assert catalog.qualified("t1_sales.orders") == "`t1_sales`.`orders`"
-    assert catalog.spark_location("s3://bucket/t") == "s3a://bucket/t"
+    assert locations.spark_path("s3://bucket/t") == "s3a://bucket/t"
 
 
 @pytest.mark.django_db

@@ -98,7 +98,7 @@ def test_the_wheel_holds_every_template_and_static_file(names: set[str]):
 
 def test_the_wheel_holds_every_file_of_every_package(names: set[str]):
     """Code, migrations and whatever else an app reads at run time."""
-    assert packages() == ["batches", "bdre", "lineage", "processes"]
+    assert packages() == ["alerts", "batches", "bdre", "lineage", "processes"]
     for package in packages():
         files = project_files(ROOT / package)
         assert f"{package}/migrations/0001_initial.py" in files

@@ -51,3 +51,23 @@ def spark_context_user(context: JobContext) -> dict:
     from processes.jobs.spark_session import get_spark
 
     return {"parallelism": get_spark().sparkContext.defaultParallelism}
+
+
+def talk_and_fail(context: JobContext) -> dict:
+    """Logs, prints and fails: what a step's log keeps (``test.words`` is said each way)."""
+    import logging
+    import sys
+
+    words = context.properties("test").get("words", "hello")
+    logging.getLogger("tests.processes.callables").info("logged %s", words)
+    print(f"printed {words}")
+    print(f"complained {words}", file=sys.stderr)
+    raise ValueError(f"no good {words}")
+
+
+def log_a_line(context: JobContext) -> dict:
+    """Says something through Python's logging, as any step body's library would."""
+    import logging
+
+    logging.getLogger("tests.step_body").warning("working on batch %s", context.target_batch_id)
+    return {}

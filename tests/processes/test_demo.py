@@ -96,6 +96,11 @@ def test_make_demo_runs_the_pipeline_on_the_embedded_worker(local_demo):
         assert f"last finished run of {job}: SUCCESS" in out, out
     counts = local_demo.counts()
     assert counts["files registered"] == 3  # 2, then 1 more; the one being written waits
+    # The schedule's ticks that find nothing new are quiet checks: every ingest run
+    # registered files, and every batch is a file's or a run's that did work.
+    assert counts["empty ingest runs"] == 0
+    assert 1 <= counts["ingest runs"] <= counts["files registered"]
+    assert counts["batches"] == counts["files registered"] + counts["runs"]
     assert (
         counts["events in"]
         == counts["events out"]

@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from bdre.commands import RUN_FAILED, JsonCommand
-from processes import orchestrator, tasks
+from processes import orchestrator, scan_gate, tasks
 
 
 class Command(JsonCommand):
@@ -26,6 +26,13 @@ class Command(JsonCommand):
         if o["wait"]:
             return orchestrator.run_job(o["process_id"], max_batch=o["max_batch"])
         started = tasks.start_run(o["process_id"], o["max_batch"])
+        if isinstance(started, scan_gate.Quiet):  # its scans found nothing new: no run
+            return {
+                "run": None,
+                "started": False,
+                "outcome": started.outcome,
+                "detail": started.detail,
+            }
         return {
             "run": started.instance_exec_id,
             "target_batch_id": started.target_batch_id,

@@ -14,9 +14,8 @@ from lineage.models import LineageQuery, LineageRelation, QueryKind
 from processes import orchestrator
 from processes.jobs import spark_cleanse, spark_sql
 from processes.models import InstanceExec
-from processes.registry import StepSpec, create_job
 from tests.conftest import one_jvm_only
-from tests.factories import JOB_TYPE, grant_root
+from tests.factories import grant_root, steps_job
 from tests.lineage.openlineage_schema import validate_run_event
 from tests.lineage.test_extract import deeply_nested
 
@@ -74,23 +73,6 @@ def lake(tmp_path, settings, spark, team):
     return tmp_path
 
 
-def job(team, name, steps, upstream=None):
-    return create_job(
-        bus_domain=team.application,
-        name=name,
-        process_type_id=JOB_TYPE,
-        steps=[
-            StepSpec(
-                f"{name}_{i}",
-                kind,
-                upstream=[u.pk for u in upstream or []] if i == 0 else [],
-                properties=props,
-            )
-            for i, (kind, props) in enumerate(steps)
-        ],
-    )
-
-
 def counters(step_name: str) -> dict:
     return InstanceExec.objects.filter(process__name=step_name).order_by("-id").first().counters
 
@@ -104,11 +86,11 @@ def test_load_cleanse_sql_and_export_end_to_end(
     (landing / "orders-2.csv").write_text(
         'id,email,amount\n3,"c@x.org",1.5\n4,d@x.org,"9,5"\n5,e@x.org,1,one field too many\n'
     )
-    ingest = job(
+    ingest = steps_job(
         team, "ingest", [(SCAN, {"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}})]
     )
     export_dir = lake / "exports"
-    orders = job(
+    orders = steps_job(
         team,
         "orders",
         [
@@ -231,10 +213,10 @@ def test_load_cleanse_sql_and_export_end_to_end(
 def test_a_rerun_replaces_its_partition(team, lake, spark):
     landing = lake / "landing"
     (landing / "a.json").write_text('{"id": 1}\n{"id": 2}\n')
-    ingest = job(
+    ingest = steps_job(
         team, "ingest", [(SCAN, {"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}})]
     )
-    loader = job(
+    loader = steps_job(
         team,
         "loader",
         [
@@ -270,12 +252,12 @@ def fail_once(context):
 def test_export_to_a_jdbc_table(team, lake, spark):
     landing = lake / "landing"
     (landing / "a.tsv").write_text("id\tname\n1\tone\n2\ttwo\n")
-    ingest = job(
+    ingest = steps_job(
         team, "ingest", [(SCAN, {"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}})]
     )
     url = f"jdbc:derby:memory:bdre{id(lake)};create=true"
     grant_root(team.group, url, server_type="jdbc")  # the database the superuser granted
-    flow = job(
+    flow = steps_job(
         team,
         "flow",
         [
@@ -309,15 +291,15 @@ def test_export_to_a_jdbc_table(team, lake, spark):
 def test_a_query_the_lineage_parser_cannot_resolve_still_runs(team, lake, spark):
     landing = lake / "landing"
     (landing / "a.json").write_text('{"id": 1}\n{"id": 2}\n')
-    ingest = job(
+    ingest = steps_job(
         team, "ingest", [(SCAN, {"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}})]
     )
-    loader = job(
+    loader = steps_job(
         team, "loader", [(LOAD, {"load": {"format": "json", "table": "lake.things"}})], [ingest]
     )
     # A view Spark knows and BDRE never registered: the lineage parser knows no such table.
     # (Reading files by path, which this test once used, is refused: test_spark_sql_sandbox.)
-    reader = job(
+    reader = steps_job(
         team,
         "reader",
         [(SQL, {"sql": {"query": "SELECT id FROM unregistered_ids", "output_table": "lake.ids"}})],

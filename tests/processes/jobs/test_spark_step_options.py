@@ -14,9 +14,8 @@ from batches.models import HiveTable
 from processes import orchestrator
 from processes.jobs.spark_session import REDACTED, get_spark, is_connect
 from processes.models import ExecState, InstanceExec, Process, ProcessLog, Property
-from processes.registry import StepSpec, create_job
 from tests.api import api_as
-from tests.factories import JOB_TYPE
+from tests.factories import steps_job
 
 pytestmark = pytest.mark.django_db
 SQL, CALL = 56, 51
@@ -27,15 +26,13 @@ PER_FILE = "spark.sql.files.maxRecordsPerFile"
 def sql_job(team, name: str, *steps: dict) -> Process:
     """A job of ``spark.sql`` steps without upstream (each reads the three rows of
     :data:`ROWS`), one for each dict of ``spark`` options."""
-    return create_job(
-        bus_domain=team.application,
-        name=name,
-        process_type_id=JOB_TYPE,
-        steps=[
-            StepSpec(
-                f"{name}_{i}",
+    return steps_job(
+        team,
+        name,
+        [
+            (
                 SQL,
-                properties={
+                {
                     "sql": {"query": ROWS, "output_table": f"lake.{name}_{i}"},
                     **({"spark": options} if options else {}),
                 },

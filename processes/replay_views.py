@@ -1,0 +1,133 @@
+"""The pages of backfill, rewind and reprocess (``processes.replay``): each shows its plan
+(which batches are built again, from which input, which partitions are replaced) before
+anything runs, and starts it only on a second, explicit click."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date, timedelta
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db import models
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+
+from batches.models import Batch, File
+from bdre.access import Role, can, scope
+from bdre.errors import BdreError
+from processes import replay, tasks
+from processes.models import Process
+
+
+def _page(
+    request: HttpRequest,
+    obj: models.Model,
+    title: str,
+    plan: Callable[[], replay.ReplayPlan] | None,
+    params: dict[str, object],
+    back: str,
+) -> HttpResponse:
+    if not can(request.user, obj, Role.DEVELOPER):
+        raise PermissionDenied("Backfill, rewind and reprocess need the developer role.")
+    planned, error = None, ""
+    if plan is not None:
+        try:
+            planned = plan()
+        except BdreError as exc:
+            error = f"{exc.message} (error {exc.code})"
+    if request.method == "POST" and planned is not None:
+        try:
+            started = tasks.start_replay(planned)
+        except BdreError as exc:
+            messages.error(request, f"{exc.message} (error {exc.code})")
+            return redirect(request.get_full_path())
+        batches = ", ".join(str(b) for b in planned.first)
+        text = f"{title}: batch{'es' if len(planned.first) > 1 else ''} {batches} put back"
+        if started.runs:
+            messages.success(request, f"{text}; run {started.runs[0]} started.")
+            return redirect("ui-run", started.runs[0])
+        messages.success(request, f"{text}; the job's next run rebuilds first.")
+        return redirect(back)
+    return render(
+        request,
+        "processes/replay.html",
+        {"title": title, "plan": planned, "error": error, "params": params, "back": back},
+    )
+
+
+def _visible(request: HttpRequest, model: type[models.Model], pk: int) -> models.Model:
+    return get_object_or_404(scope(request.user, model._default_manager.all()), pk=pk)
+
+
+def _date(raw: str | None) -> date | None:
+    try:
+        return date.fromisoformat(raw) if raw else None
+    except ValueError:
+        return None
+
+
+@login_required
+def backfill(request: HttpRequest, pk: int) -> HttpResponse:
+    job = _visible(request, Process, pk)
+    data = request.POST if request.method == "POST" else request.GET
+    today = timezone.localdate()
+    since, until = _date(data.get("since")), _date(data.get("until"))
+    asked = since is not None and until is not None
+    params = {
+        "since": since or today - timedelta(days=7),
+        "until": until or today,
+        "asked": asked,
+        "invalid": bool(data.get("since") or data.get("until")) and not asked,
+    }
+    plan = None
+    if since is not None and until is not None:
+        first, last = since, until
+        plan = lambda: replay.plan_backfill(job.pk, first, last)  # noqa: E731
+    return _page(request, job, f"Backfill {job}", plan, params, reverse("ui-job", args=[job.pk]))
+
+
+@login_required
+def rewind(request: HttpRequest, pk: int) -> HttpResponse:
+    step = _visible(request, Process, pk)
+    data = request.POST if request.method == "POST" else request.GET
+    raw = data.get("batch", "")
+    batch = int(raw) if raw.isdigit() else None
+    params = {"batch": raw, "asked": batch is not None, "invalid": bool(raw) and batch is None}
+    plan = None
+    if batch is not None:
+        first = batch
+        plan = lambda: replay.plan_rewind(step.pk, first)  # noqa: E731
+    assert isinstance(step, Process)
+    back = reverse("ui-job", args=[step.parent_id or step.pk])
+    return _page(request, step, f"Rewind {step}", plan, params, back)
+
+
+@login_required
+def reprocess_batch(request: HttpRequest, pk: int) -> HttpResponse:
+    batch = _visible(request, Batch, pk)
+    return _page(
+        request,
+        batch,
+        f"Reprocess batch {batch.pk}",
+        lambda: replay.plan_reprocess_batch(batch.pk),
+        {},
+        reverse("ui-batch", args=[batch.pk]),
+    )
+
+
+@login_required
+def reprocess_file(request: HttpRequest, pk: int) -> HttpResponse:
+    file = _visible(request, File, pk)
+    assert isinstance(file, File)
+    return _page(
+        request,
+        file,
+        f"Reprocess file {file.pk}",
+        lambda: replay.plan_reprocess_file(file.pk),
+        {"path": file.path},
+        reverse("ui-batch", args=[file.batch_id]),
+    )

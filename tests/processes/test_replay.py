@@ -1,0 +1,347 @@
+"""Backfill, rewind and reprocess (processes/replay.py) as a user drives them through the API:
+the plan first, then the batches rebuilt from their own input and every batch downstream of
+them, each in its own target batch again; nothing new queued twice, nothing else touched."""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import timedelta
+from types import SimpleNamespace
+
+import pytest
+from django.utils import timezone
+
+from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState, File
+from bdre.errors import BdreError
+from processes import orchestrator, tasks
+from processes.models import ExecState, InstanceExec, Process, Trigger
+from tests.api import api_as
+from tests.factories import steps_job
+
+pytestmark = pytest.mark.django_db
+SCAN, LOAD, CALL, SQL = 52, 53, 51, 56
+
+
+@pytest.fixture
+def queued(monkeypatch, django_capture_on_commit_callbacks):
+    """What would go to Celery, in order: ("job", job_id, trigger) and ("step", run, step).
+    Sent on commit, as the tasks module sends them; the test's transaction never commits,
+    so each piece of work here runs its callbacks itself (:func:`committed`)."""
+    calls: list[tuple] = []
+    monkeypatch.setattr(
+        tasks.run_process,
+        "apply_async",
+        lambda args, kwargs=None, **kw: calls.append(
+            ("job", args[0], (kwargs or {}).get("trigger"))
+        ),
+    )
+    monkeypatch.setattr(
+        tasks.run_step, "apply_async", lambda args, **kw: calls.append(("step", *args))
+    )
+    return calls
+
+
+@pytest.fixture
+def committed(django_capture_on_commit_callbacks):
+    return lambda: django_capture_on_commit_callbacks(execute=True)
+
+
+@pytest.fixture
+def drive(queued, committed):
+    """Run what was queued, here and in order, as the workers would."""
+
+    def run() -> None:
+        while queued:
+            kind, first, second = queued.pop(0)
+            with committed():
+                if kind == "step":
+                    if orchestrator.execute_step(first, second).state == "succeeded":
+                        nxt = orchestrator.advance(first)
+                        tasks.hand_on(first, nxt.ready, nxt.downstream)
+                else:
+                    # Nothing to do is no error: as run_process answers it.
+                    with contextlib.suppress(BdreError):
+                        tasks.start_run(first, trigger=second)
+
+    return run
+
+
+@pytest.fixture
+def chain(team, tmp_path, settings):
+    """ingest (scans landing) -> tidy (one step) -> report (one step), each run by hand;
+    a.csv and b.csv in tidy's first batch, c.csv in its second."""
+    settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    from tests.factories import grant_root
+
+    grant_root(team.group, landing)
+    ingest = steps_job(
+        team, "ingest", [(SCAN, {"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}})]
+    )
+    tidy = steps_job(team, "tidy", [(CALL, {})], upstream=[ingest])
+    report = steps_job(team, "report", [(CALL, {})], upstream=[tidy])
+    targets: dict[str, list[int]] = {"tidy": [], "report": []}
+    for names in (("a.csv", "b.csv"), ("c.csv",)):
+        for name in names:
+            (landing / name).write_text(f"{name}\n")
+        assert orchestrator.run_job(ingest.pk).succeeded
+        for job in (tidy, report):
+            outcome = orchestrator.run_job(job.pk)
+            assert outcome.succeeded
+            targets[job.name].append(outcome.target_batch_id)
+    return SimpleNamespace(ingest=ingest, tidy=tidy, report=report, targets=targets)
+
+
+def _file(name: str) -> File:
+    return File.objects.get(path__endswith=f"/{name}")
+
+
+def _runs(job: Process) -> list[tuple[int, str, int]]:
+    return list(
+        InstanceExec.objects.filter(process=job)
+        .order_by("id")
+        .values_list("target_batch_id", "trigger", "exec_state_id")
+    )
+
+
+def test_a_file_reprocessed_rebuilds_its_batch_and_the_batches_downstream_only(
+    team, chain, queued, drive, committed
+):
+    first_tidy, second_tidy = chain.targets["tidy"]
+    first_report, second_report = chain.targets["report"]
+    batches_before = Batch.objects.count()
+    client = api_as(team.developer)
+    url = f"/api/v1/files/{_file('a.csv').pk}/reprocess/"
+
+    preview = client.post(url, {"preview": True}, format="json")
+    assert preview.status_code == 200, preview.content
+    plan = preview.json()
+    assert plan["trigger"] == "reprocess" and plan["batches"] == [first_tidy]
+    assert [(r["job"], r["target_batch_id"], r["level"]) for r in plan["rebuilds"]] == [
+        ("tidy", first_tidy, 0),
+        ("report", first_report, 1),
+    ]
+    assert plan["rebuilds"][0]["inputs"] == sorted(
+        [_file("a.csv").batch_id, _file("b.csv").batch_id]
+    )
+    assert plan["rebuilds"][1]["inputs"] == [first_tidy]
+    assert not queued and ArchiveConsumpQueue.objects.filter(target_batch_id=first_tidy).exists()
+
+    with committed():
+        started = client.post(url, {}, format="json")
+    assert started.status_code == 202, started.content
+    (run,) = started.json()["runs"]
+    assert run["url"].endswith(f"/api/v1/runs/{run['run']}/")
+    drive()
+    # report does not follow its upstream: its next run (by hand here) rebuilds its batch.
+    assert orchestrator.run_job(chain.report.pk).succeeded
+
+    assert _runs(chain.tidy) == [
+        (first_tidy, "manual", ExecState.SUCCESS),
+        (second_tidy, "manual", ExecState.SUCCESS),
+        (first_tidy, "reprocess", ExecState.SUCCESS),
+    ]
+    assert _runs(chain.report) == [
+        (first_report, "manual", ExecState.SUCCESS),
+        (second_report, "manual", ExecState.SUCCESS),
+        (first_report, "replay", ExecState.SUCCESS),
+    ]
+    assert Batch.objects.count() == batches_before  # no new batch anywhere
+    assert not BatchConsumpQueue.objects.exists()  # nothing left waiting, nothing twice
+    consumed = ArchiveConsumpQueue.objects.filter(process__parent=chain.report)
+    assert sorted(consumed.values_list("source_batch_id", "target_batch_id")) == [
+        (first_tidy, first_report),
+        (second_tidy, second_report),
+    ]
+    with pytest.raises(BdreError) as nothing:
+        orchestrator.run_job(chain.report.pk)
+    assert nothing.value.code == 112
+
+
+def test_a_backfill_rebuilds_each_batch_of_the_days_in_turn(team, chain, queued, drive, committed):
+    today = timezone.localdate()
+    with committed():
+        answer = api_as(team.developer).post(
+            f"/api/v1/processes/{chain.tidy.pk}/backfill/",
+            {"since": str(today - timedelta(days=1)), "until": str(today)},
+            format="json",
+        )
+    assert answer.status_code == 202, answer.content
+    assert answer.json()["plan"]["batches"] == chain.targets["tidy"]
+    assert answer.json()["rows_put_back"] == 3  # a, b; c
+    drive()  # the first run's success starts the job again for the second batch
+    assert [t for t, trigger, _ in _runs(chain.tidy)[2:]] == chain.targets["tidy"]
+    assert [trigger for _, trigger, _ in _runs(chain.tidy)[2:]] == ["backfill", "replay"]
+    assert sorted(BatchConsumpQueue.objects.values_list("target_batch_id", "batch_state_id")) == [
+        (t, BatchState.FAILED) for t in chain.targets["report"]
+    ]  # report's batches, to rebuild
+
+
+def test_a_rewind_rebuilds_from_the_batch_on(team, chain, queued):
+    step = chain.tidy.steps.get()
+    answer = api_as(team.developer).post(
+        f"/api/v1/processes/{step.pk}/rewind/",
+        {"batch": _file("c.csv").batch_id, "preview": True},
+        format="json",
+    )
+    assert answer.status_code == 200, answer.content
+    assert [(r["job"], r["target_batch_id"]) for r in answer.json()["rebuilds"]] == [
+        ("tidy", chain.targets["tidy"][1]),
+        ("report", chain.targets["report"][1]),
+    ]
+
+
+def test_a_second_reprocess_while_the_first_waits_is_409(team, chain, queued):
+    client = api_as(team.developer)
+    url = f"/api/v1/batches/{chain.targets['report'][0]}/reprocess/"
+    assert client.post(url, {}, format="json").status_code == 202
+    again = client.post(url, {}, format="json")
+    assert again.status_code == 409 and again.json()["code"] == 114
+
+
+def test_nothing_to_reprocess_and_bad_input_are_clear(team, chain, queued):
+    client = api_as(team.developer)
+    today = timezone.localdate()
+    empty = client.post(
+        f"/api/v1/processes/{chain.tidy.pk}/backfill/",
+        {"since": str(today - timedelta(days=9)), "until": str(today - timedelta(days=8))},
+        format="json",
+    )
+    assert empty.status_code == 409 and "delivered no batch" in empty.json()["message"]
+    backwards = client.post(
+        f"/api/v1/processes/{chain.tidy.pk}/backfill/",
+        {"since": str(today), "until": str(today - timedelta(days=1))},
+        format="json",
+    )
+    assert backwards.status_code == 400 and "until" in backwards.json()
+    assert not queued and not BatchConsumpQueue.objects.exists()
+
+
+@pytest.mark.parametrize(("who", "status"), [("viewer", 403), ("outsider", 404)])
+def test_only_the_owning_teams_developers_reprocess(team, chain, queued, who, status):
+    for url in (
+        f"/api/v1/files/{_file('a.csv').pk}/reprocess/",
+        f"/api/v1/batches/{chain.targets['tidy'][0]}/reprocess/",
+        f"/api/v1/processes/{chain.tidy.pk}/backfill/",
+    ):
+        today = str(timezone.localdate())
+        answer = api_as(getattr(team, who)).post(
+            url, {"since": today, "until": today, "preview": True}, format="json"
+        )
+        assert answer.status_code == status, (url, answer.content)
+        assert "tidy" not in answer.content.decode()
+    assert not BatchConsumpQueue.objects.exists()
+
+
+def test_a_run_records_what_started_it(team, chain, queued, committed):
+    assert {t for _, t, _ in _runs(chain.tidy)} == {Trigger.MANUAL}
+    with committed():
+        tasks.enqueue_run(chain.report.pk)
+    assert queued[-1] == ("job", chain.report.pk, "upstream")
+
+
+def _pipeline(team, landing, prefix: str) -> SimpleNamespace:
+    """ingest -> orders (spark.load into lake.<prefix>orders) -> totals (spark.sql of each
+    orders batch into lake.<prefix>totals)."""
+    ingest = steps_job(
+        team,
+        f"{prefix}ingest",
+        [(SCAN, {"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}})],
+    )
+    load = {"format": "csv", "table": f"lake.{prefix}orders", "schema": "id INT, amount INT"}
+    orders = steps_job(team, f"{prefix}orders", [(LOAD, {"load": load})], upstream=[ingest])
+    query = (
+        f"SELECT count(*) AS orders, sum(amount) AS total FROM lake.{prefix}orders "
+        "WHERE batch_id IN ({batch_ids})"
+    )
+    totals = steps_job(
+        team,
+        f"{prefix}totals",
+        [(SQL, {"sql": {"query": query, "output_table": f"lake.{prefix}totals"}})],
+        upstream=[orders],
+    )
+    return SimpleNamespace(ingest=ingest, orders=orders, totals=totals)
+
+
+def _land_and_run(pipeline: SimpleNamespace, landing, files: dict[str, str]) -> None:
+    for name, rows in files.items():
+        (landing / name).write_text("id,amount\n" + rows)
+    for job in (pipeline.ingest, pipeline.orders, pipeline.totals):
+        outcome = orchestrator.run_job(job.pk)
+        assert outcome.succeeded, outcome.error
+
+
+def _rows(spark, table: str):
+    from batches.models import HiveTable
+
+    location = HiveTable.objects.get(dbname="lake", table_name=table).location
+    return spark.read.parquet(location)
+
+
+def _partitions(spark, table: str) -> dict[str, float]:
+    """Each file of the table's partitions and when it was written."""
+    from pathlib import Path
+
+    from batches.models import HiveTable
+
+    root = Path(HiveTable.objects.get(dbname="lake", table_name=table).location)
+    return {str(p.relative_to(root)): p.stat().st_mtime for p in root.rglob("*.parquet")}
+
+
+def test_a_bad_file_fixed_and_reprocessed_gives_the_rows_of_a_clean_run(
+    team, tmp_path, settings, spark, queued, drive, committed
+):
+    from pyspark.testing import assertDataFrameEqual
+
+    from tests.factories import grant_root
+
+    settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
+    landing, clean_landing = tmp_path / "landing", tmp_path / "clean"
+    for folder in (landing, clean_landing):
+        folder.mkdir()
+        grant_root(team.group, folder)
+    bad, fixed = "1,100\n2,20\n", "1,10\n2,20\n"
+    dirty = _pipeline(team, landing, "")
+    _land_and_run(dirty, landing, {"a.csv": bad, "b.csv": "3,30\n"})
+    _land_and_run(dirty, landing, {"c.csv": "4,40\n"})
+    clean = _pipeline(team, clean_landing, "clean_")
+    _land_and_run(clean, clean_landing, {"a.csv": fixed, "b.csv": "3,30\n"})
+    _land_and_run(clean, clean_landing, {"c.csv": "4,40\n"})
+    orders_before, totals_before = _partitions(spark, "orders"), _partitions(spark, "totals")
+    second_orders = InstanceExec.objects.filter(process=dirty.orders).order_by("id")[1]
+
+    (landing / "a.csv").write_text("id,amount\n" + fixed)
+    bad_file = File.objects.get(path=(landing / "a.csv").as_uri())
+    client = api_as(team.developer)
+    plan = client.post(f"/api/v1/files/{bad_file.pk}/reprocess/", {"preview": True}, format="json")
+    assert plan.status_code == 200, plan.content
+    first_orders = plan.json()["batches"][0]
+    assert plan.json()["partitions"] == [
+        f"lake.orders/batch_id={first_orders}",
+        f"lake.totals/batch_id={plan.json()['rebuilds'][1]['target_batch_id']}",
+    ]
+    with committed():
+        assert (
+            client.post(f"/api/v1/files/{bad_file.pk}/reprocess/", {}, format="json").status_code
+            == 202
+        )
+    drive()
+    with committed():
+        assert orchestrator.run_job(dirty.totals.pk).succeeded
+
+    # Row for row, but for the batch ids and the landing folders, which differ by design.
+    for table in ("orders", "totals"):
+        assertDataFrameEqual(
+            _rows(spark, table).drop("batch_id", "source_file"),
+            _rows(spark, f"clean_{table}").drop("batch_id", "source_file"),
+        )
+    # Exactly the planned partitions were written again; the second batch's are untouched.
+    orders_after, totals_after = _partitions(spark, "orders"), _partitions(spark, "totals")
+    untouched = f"batch_id={second_orders.target_batch_id}/"
+    assert {p: t for p, t in orders_after.items() if p.startswith(untouched)} == {
+        p: t for p, t in orders_before.items() if p.startswith(untouched)
+    }
+    rewritten = {p.split("/")[0] for p in orders_after if orders_after[p] != orders_before.get(p)}
+    assert rewritten == {f"batch_id={first_orders}"}
+    assert {p.split("/")[0] for p in totals_after} == {p.split("/")[0] for p in totals_before}

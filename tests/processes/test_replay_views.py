@@ -1,0 +1,86 @@
+"""The backfill, rewind and reprocess pages: the plan is shown first, a second click starts
+it, and only the owning team's developers reach them."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from batches.models import BatchConsumpQueue, File
+from processes.models import InstanceExec
+from tests.processes.test_replay import chain, committed, queued  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.django_db
+
+
+def _as(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_the_backfill_page_shows_the_plan_then_starts_it(team, chain, queued, committed):  # noqa: F811
+    client = _as(team.developer)
+    page = client.get(f"/jobs/{chain.tidy.pk}/backfill/")
+    assert page.status_code == 200 and b"Show the plan" in page.content
+    today = str(timezone.localdate())
+    plan = client.get(f"/jobs/{chain.tidy.pk}/backfill/", {"since": today, "until": today})
+    text = plan.content.decode()
+    assert plan.status_code == 200, text
+    for target in chain.targets["tidy"] + chain.targets["report"]:
+        assert f'/batches/{target}/">{target}</a>' in text
+    assert "Start: build 4 batches again" in text
+    assert not BatchConsumpQueue.objects.exists()  # the plan changes nothing
+    with committed():
+        started = client.post(
+            f"/jobs/{chain.tidy.pk}/backfill/?since={today}&until={today}",
+            {"since": today, "until": today},
+        )
+    run = InstanceExec.objects.filter(process=chain.tidy, trigger="backfill").get()
+    assert started.status_code == 302 and started["Location"] == f"/runs/{run.pk}/"
+
+
+def test_a_file_and_a_batch_are_reprocessed_from_their_pages(team, chain, queued, committed):  # noqa: F811
+    client = _as(team.developer)
+    batch_page = client.get(f"/batches/{chain.targets['tidy'][0]}/").content.decode()
+    assert f"/batches/{chain.targets['tidy'][0]}/reprocess/" in batch_page
+    file = File.objects.get(path__endswith="/a.csv")
+    assert (
+        f"/files/{file.pk}/reprocess/" in client.get(f"/batches/{file.batch_id}/").content.decode()
+    )
+    plan = client.get(f"/files/{file.pk}/reprocess/").content.decode()
+    assert file.path in plan and "Start: build 2 batches again" in plan
+    with committed():
+        done = client.post(f"/files/{file.pk}/reprocess/")
+    assert done.status_code == 302
+    again = client.post(f"/files/{file.pk}/reprocess/")  # the plan now says it waits already
+    assert (
+        again.status_code == 200 and "being built or waits to be rebuilt" in again.content.decode()
+    )
+
+
+def test_the_rewind_page_asks_for_the_batch(team, chain, queued):  # noqa: F811
+    step = chain.tidy.steps.get()
+    client = _as(team.developer)
+    assert f"/steps/{step.pk}/rewind/" in client.get(f"/jobs/{chain.tidy.pk}/").content.decode()
+    bad = client.get(f"/steps/{step.pk}/rewind/", {"batch": "x"})
+    assert bad.status_code == 200 and "Give valid values" in bad.content.decode()
+    later = File.objects.get(path__endswith="/c.csv").batch_id
+    plan = client.get(f"/steps/{step.pk}/rewind/", {"batch": later}).content.decode()
+    assert "Start: build 2 batches again" in plan
+
+
+@pytest.mark.parametrize(("who", "status"), [("viewer", 403), ("outsider", 404)])
+def test_only_the_owning_teams_developers_reach_the_pages(team, chain, queued, who, status):  # noqa: F811
+    client = _as(getattr(team, who))
+    file = File.objects.get(path__endswith="/a.csv")
+    for url in (
+        f"/jobs/{chain.tidy.pk}/backfill/",
+        f"/steps/{chain.tidy.steps.get().pk}/rewind/",
+        f"/batches/{chain.targets['tidy'][0]}/reprocess/",
+        f"/files/{file.pk}/reprocess/",
+    ):
+        assert client.get(url).status_code == status, url
+        assert client.post(url).status_code == status, url
+    assert not BatchConsumpQueue.objects.exists()

@@ -1,0 +1,57 @@
+"""Issue 21, point 1, in a real browser: a viewer opens the page of a run whose step failed,
+reads the step's traceback, searches the logs and downloads one. Screenshots go to
+``var/screenshots/`` (the run page as ``step-logs-*.png``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from processes import orchestrator
+from tests.processes.conftest import callable_step, job_of
+from tests.ui.test_browser import SHOTS, browser, log_in, shot
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.browser,
+]
+__all__ = ["browser"]  # the fixture, used by name
+
+
+def test_a_viewer_reads_searches_and_downloads_a_failed_steps_log(
+    team, live_server, browser, settings, tmp_path
+):
+    settings.BDRE_LOG_DIR = tmp_path / "step-logs"
+    job = job_of(
+        team,
+        "talker",
+        [
+            callable_step("warmup"),
+            callable_step("talk", "tests.processes.callables.talk_and_fail", words="w1"),
+        ],
+    )
+    run_id = orchestrator.run_job(job.pk).instance_exec_id
+    page = log_in(browser, live_server, team.viewer, viewport=(1100, 900))
+    page.goto(f"{live_server.url}/runs/{run_id}/")
+    logs = page.locator("[data-testid=step-log]")
+    assert logs.count() == 2
+    failed = logs.nth(1)
+    assert "Traceback (most recent call last):" in failed.inner_text()
+    assert "ValueError: no good w1" in failed.inner_text()
+    shot(page, "step-logs-run-page")
+    page.screenshot(path=str(SHOTS / "step-logs-run-page-top.png"))
+
+    page.fill("input[name=q]", "printed")
+    page.click("form.logsearch button")
+    page.wait_for_url(f"{live_server.url}/runs/{run_id}/?q=printed")
+    assert "stdout: printed w1" in failed.inner_text()
+    assert "Traceback" not in failed.inner_text()
+    assert "1 of" in failed.inner_text()
+    shot(page, "step-logs-search")
+
+    with page.expect_download() as download:
+        failed.locator("[data-testid=step-log-download]").click()
+    text = download.value.path().read_text()
+    # The download takes the search with it: the lines shown, under the step's name.
+    assert text.startswith("==== step talk (step run ")
+    assert "stdout: printed w1" in text
+    assert "Traceback" not in text
