@@ -78,8 +78,13 @@ class BatchConsumpQueueAdmin(ReadOnlyAdmin, ScopedAdmin):
 
     @admin.action(description="Discard the selected new or failed rows")
     def discard(self, request, queryset) -> None:
-        reason = f"discarded by {request.user} in the admin"
-        self._each_row(request, queryset, "Discarded", lambda pk: queue.discard(pk, reason))
+        by = request.user.get_username()
+        self._each_row(
+            request,
+            queryset,
+            "Discarded",
+            lambda pk: queue.discard(pk, "in the admin", by=by),
+        )
 
 
 @admin.register(ArchiveConsumpQueue)

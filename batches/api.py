@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db.models import Count, Q
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import exceptions, mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -26,8 +26,12 @@ from batches.models import (
 from batches.serializers import (
     ArchiveRowSerializer,
     BatchSerializer,
+    BulkDiscardInput,
+    BulkQueueInput,
+    BulkResultSerializer,
     DiscardInput,
     FileSerializer,
+    QueueRowDetailSerializer,
     QueueRowSerializer,
     RegisteredSerializer,
     RegisterFileInput,
@@ -45,6 +49,11 @@ QUEUE_ERRORS = {
     403: OpenApiResponse(description="the user's role in the owning team is too low"),
     404: OpenApiResponse(ErrorSerializer, description="unknown queue row (114)"),
     409: OpenApiResponse(ErrorSerializer, description="the row's state forbids it (110, 114)"),
+}
+
+BULK_ERRORS = {
+    403: OpenApiResponse(description="a row named is of a team where the user is not developer"),
+    404: OpenApiResponse(ErrorSerializer, description="no row named is one the user may see"),
 }
 
 
@@ -75,8 +84,76 @@ class QueueViewSet(viewsets.ReadOnlyModelViewSet):
         row_id = self._row(request, pk)
         data = DiscardInput(data=request.data)
         data.is_valid(raise_exception=True)
-        row = queue.discard(row_id, data.validated_data["reason"])
+        row = queue.discard(row_id, data.validated_data["reason"], by=request.user.get_username())
         return Response(QueueRowSerializer(row).data)
+
+    @extend_schema(responses={200: QueueRowDetailSerializer})
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        row = self.get_object()
+        row.attempt_history = queue.attempt_history([row])[row.pk]
+        return Response(QueueRowDetailSerializer(row).data)
+
+    def _acting_on_many(self, request: Request, ids: list[int]) -> list[int]:
+        """The ids the user may act on, in the order given. A row of another team is not
+        told apart from an id of no row; one visible row without the developer role makes
+        the whole request 403 (nothing is done), and no row the user may see a 404."""
+        rows = BatchConsumpQueue.objects.filter(pk__in=ids)
+        visible = set(scope(request.user, rows).values_list("pk", flat=True))
+        allowed = set(scope(request.user, rows, Role.DEVELOPER).values_list("pk", flat=True))
+        if visible - allowed:
+            raise exceptions.PermissionDenied(
+                "This needs the developer role in the owning team of every row named."
+            )
+        if not allowed:
+            raise queue.unknown_row()
+        return [pk for pk in dict.fromkeys(ids) if pk in allowed]
+
+    def _results(self, ids: list[int], done: list[queue.RowResult]) -> Response:
+        by_id = {r.id: r for r in done}
+        results = []
+        for pk in dict.fromkeys(ids):
+            result = by_id.get(pk) or queue.RowResult(id=pk, error=queue.unknown_row())
+            results.append(
+                {
+                    "id": pk,
+                    "ok": result.error is None,
+                    "row": result.row,
+                    "error": result.error.as_dict() if result.error else None,
+                }
+            )
+        return Response(BulkResultSerializer({"results": results}).data)
+
+    @extend_schema(
+        request=BulkQueueInput,
+        responses={200: BulkResultSerializer, 400: ErrorSerializer, **BULK_ERRORS},
+        description="Requeue many rows, each in its own transaction: the answer tells, row "
+        "by row, the row requeued or the error that refused it (an id of no row, or of "
+        'another team\'s row: 114, "no such queue row").',
+    )
+    @action(detail=False, methods=["post"], url_path="requeue", url_name="requeue-many")
+    def requeue_many(self, request: Request) -> Response:
+        data = BulkQueueInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        ids = data.validated_data["ids"]
+        return self._results(ids, queue.requeue_many(self._acting_on_many(request, ids)))
+
+    @extend_schema(
+        request=BulkDiscardInput,
+        responses={200: BulkResultSerializer, 400: ErrorSerializer, **BULK_ERRORS},
+        description="Discard many rows, each in its own transaction, with one reason; the "
+        "answer as for the bulk requeue. Each row keeps its last error.",
+    )
+    @action(detail=False, methods=["post"], url_path="discard", url_name="discard-many")
+    def discard_many(self, request: Request) -> Response:
+        data = BulkDiscardInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        ids = data.validated_data["ids"]
+        done = queue.discard_many(
+            self._acting_on_many(request, ids),
+            data.validated_data["reason"],
+            by=request.user.get_username(),
+        )
+        return self._results(ids, done)
 
 
 class ArchiveViewSet(viewsets.ReadOnlyModelViewSet):

@@ -114,6 +114,12 @@ class QueueRow(models.Model):
 
 
 class BatchConsumpQueue(QueueRow):
+    # Beside last_error, not over it: a dead letter discarded by hand keeps the error it
+    # failed with (archived rows were never discarded: the archive has no such column).
+    discard_reason = models.TextField(
+        blank=True, help_text="Who discarded the row by hand, and why (empty otherwise)."
+    )
+
     class Meta:
         verbose_name = "queued batch"
         verbose_name_plural = "queue"

@@ -7,9 +7,10 @@ Claiming and archiving belong to the job lifecycle (``processes.lifecycle``), wh
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q, QuerySet, Subquery
@@ -283,7 +284,13 @@ def requeue(queue_id: int) -> BatchConsumpQueue:
             "discarded rows can be requeued",
             http_status=409,
         )
-    retried = {"attempts": 0, "claimed_by": None, "start_ts": None, "end_ts": None}
+    retried = {
+        "attempts": 0,
+        "claimed_by": None,
+        "start_ts": None,
+        "end_ts": None,
+        "discard_reason": "",
+    }
     delivered = (
         row.target_batch_id is None
         or InstanceExec.objects.filter(
@@ -306,8 +313,10 @@ def requeue(queue_id: int) -> BatchConsumpQueue:
 
 
 @transaction.atomic
-def discard(queue_id: int, reason: str) -> BatchConsumpQueue:
-    """Move a waiting or failed row to the dead letter by hand, with the reason."""
+def discard(queue_id: int, reason: str, *, by: str = "") -> BatchConsumpQueue:
+    """Move a waiting or failed row to the dead letter by hand. Its last error stays as it
+    was (what it failed with is what an operator needs to know); who discarded it and why
+    are recorded beside it, in ``discard_reason``."""
     row = _locked_row(queue_id)
     if row.batch_state_id not in CLAIMABLE:
         raise BdreError(
@@ -316,14 +325,103 @@ def discard(queue_id: int, reason: str) -> BatchConsumpQueue:
             "failed rows can be discarded",
             http_status=409,
         )
-    Queue.objects.filter(pk=row.pk).update(
-        batch_state_id=BatchState.DISCARDED, last_error=reason or "discarded by hand"
-    )
-    events.dead_lettered.send(
-        sender=Queue, queue_ids=[row.pk], reason=reason or "discarded by hand", by_hand=True
-    )
+    why = reason.strip() or "no reason given"
+    note = f"discarded by {by}: {why}" if by else f"discarded by hand: {why}"
+    Queue.objects.filter(pk=row.pk).update(batch_state_id=BatchState.DISCARDED, discard_reason=note)
+    events.dead_lettered.send(sender=Queue, queue_ids=[row.pk], reason=why, by_hand=True)
     row.refresh_from_db()
     return row
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """What a bulk requeue or discard did to one row: the row, or the error that refused it."""
+
+    id: int
+    row: BatchConsumpQueue | None = None
+    error: BdreError | None = None
+
+
+def unknown_row() -> BdreError:
+    # No id in the message: a row of another team must read exactly as an id of no row.
+    return BdreError(Code.BATCH_NOT_QUEUED, "no such queue row", http_status=404)
+
+
+def requeue_many(queue_ids: Sequence[int]) -> list[RowResult]:
+    """:func:`requeue` row by row, each in its own transaction: a row that cannot be
+    requeued (claimed by a running job, or not failed) is answered as such and the others
+    are still requeued. The caller has checked the user may act on each id."""
+    return [_each(pk, partial(requeue, pk)) for pk in queue_ids]
+
+
+def discard_many(queue_ids: Sequence[int], reason: str, *, by: str = "") -> list[RowResult]:
+    """:func:`discard` row by row, each in its own transaction (as :func:`requeue_many`)."""
+    return [_each(pk, partial(discard, pk, reason, by=by)) for pk in queue_ids]
+
+
+def _each(queue_id: int, act: Callable[[], BatchConsumpQueue]) -> RowResult:
+    try:
+        return RowResult(id=queue_id, row=act())
+    except BdreError as exc:
+        if exc.http_status == 404:
+            exc = unknown_row()
+        return RowResult(id=queue_id, error=exc)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One job run that worked on a queue row's claim."""
+
+    run: int
+    start_ts: datetime
+    end_ts: datetime | None
+    state: str
+    trigger: str
+    error: str
+
+
+def attempt_history(rows: Sequence[BatchConsumpQueue]) -> dict[int, list[Attempt]]:
+    """Each row's attempts, oldest first, in two queries whatever the number of rows.
+
+    A claim puts a row into the target batch of the run that claims it, and every re-run of
+    that batch takes the row again (``processes.lifecycle``): the row's attempts are the job
+    runs of its target batch, up to the last run that claimed it (a row left as a dead
+    letter is not in the batch's later runs). What is not recorded is not shown: a row
+    requeued after its batch was delivered without it starts a new claim, and the runs of
+    its earlier batch are no longer linked to it. A run's error is its step's for the
+    row's step when that step failed, else the job run's own."""
+    targets = {row.target_batch_id for row in rows if row.target_batch_id is not None}
+    if not targets:
+        return {row.pk: [] for row in rows}
+    runs = list(
+        InstanceExec.objects.filter(target_batch_id__in=targets, parent__isnull=True)
+        .select_related("exec_state")
+        .order_by("id")
+    )
+    step_errors = {
+        (parent_id, process_id): error
+        for parent_id, process_id, error in InstanceExec.objects.filter(
+            parent_id__in=[run.pk for run in runs], exec_state_id=ExecState.FAILED
+        )
+        .exclude(error="")
+        .values_list("parent_id", "process_id", "error")
+    }
+    history: dict[int, list[Attempt]] = {}
+    for row in rows:
+        history[row.pk] = [
+            Attempt(
+                run=run.pk,
+                start_ts=run.start_ts,
+                end_ts=run.end_ts,
+                state=run.exec_state.name,
+                trigger=run.trigger,
+                error=step_errors.get((run.pk, row.process_id), run.error),
+            )
+            for run in runs
+            if run.target_batch_id == row.target_batch_id
+            and (row.claimed_by_id is None or run.pk <= row.claimed_by_id)
+        ]
+    return history
 
 
 def claim(

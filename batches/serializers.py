@@ -20,7 +20,7 @@ class QueueRowSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = BatchConsumpQueue
-        fields = (
+        fields: tuple[str, ...] = (
             "id",
             "source_batch",
             "target_batch",
@@ -35,8 +35,57 @@ class QueueRowSerializer(serializers.ModelSerializer):
             "attempts",
             "claimed_by",
             "last_error",
+            "discard_reason",
         )
         read_only_fields = fields
+
+
+class AttemptSerializer(serializers.Serializer):
+    run = serializers.IntegerField(help_text="The job run (GET /api/v1/runs/{run}/).")
+    start_ts = serializers.DateTimeField()
+    end_ts = serializers.DateTimeField(allow_null=True)
+    state = serializers.CharField()
+    trigger = serializers.CharField(help_text="What started the run; empty on old runs.")
+    error = serializers.CharField(help_text="The row's step's error in that run, else the run's.")
+
+
+class QueueRowDetailSerializer(QueueRowSerializer):
+    attempt_history = AttemptSerializer(
+        many=True,
+        read_only=True,
+        help_text="The job runs that worked on the row's claim, oldest first "
+        '(docs/operations.md, "Dead letters").',
+    )
+
+    class Meta(QueueRowSerializer.Meta):
+        fields = (*QueueRowSerializer.Meta.fields, "attempt_history")
+        read_only_fields = fields
+
+
+class BulkQueueInput(serializers.Serializer):
+    ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1), min_length=1, max_length=500
+    )
+
+
+class BulkDiscardInput(BulkQueueInput):
+    reason = serializers.CharField(max_length=2000)
+
+
+class RowErrorSerializer(serializers.Serializer):
+    code = serializers.IntegerField()
+    message = serializers.CharField()
+
+
+class RowResultSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    ok = serializers.BooleanField()
+    row = QueueRowSerializer(allow_null=True)
+    error = RowErrorSerializer(allow_null=True)
+
+
+class BulkResultSerializer(serializers.Serializer):
+    results = RowResultSerializer(many=True)
 
 
 class FileSerializer(serializers.ModelSerializer):
@@ -73,7 +122,8 @@ class ArchiveRowSerializer(serializers.ModelSerializer):
         fields = (
             "id",
             "queue_id",
-            *QueueRowSerializer.Meta.fields[1:],
+            # the archive keeps no discard reason: a row is archived once it was consumed
+            *[f for f in QueueRowSerializer.Meta.fields[1:] if f != "discard_reason"],
             "archived_ts",
         )
         read_only_fields = fields

@@ -9,6 +9,7 @@ ID = f"(?P<pk>{ID_REGEX})"
 
 urlpatterns = [
     path("queue/", views.queue_inspector, name="ui-queue"),
+    path("queue/bulk/", views.queue_bulk, name="ui-queue-bulk"),
     re_path(
         rf"^queue/{ID}/(?P<action>requeue|discard)/$", views.queue_action, name="ui-queue-action"
     ),

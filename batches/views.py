@@ -9,9 +9,11 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_POST
 
 from batches import queue
 from batches.filters import ArchiveFilter, BatchFilter, QueueFilter
@@ -61,8 +63,10 @@ def queue_inspector(request: HttpRequest) -> HttpResponse:
                 "pk", flat=True
             )
         )
+        history = queue.attempt_history(page.object_list)
         for row in page.object_list:
             row.can_act = row.pk in allowed
+            row.history = history[row.pk]
     return render(
         request,
         "batches/queue.html",
@@ -74,6 +78,7 @@ def queue_inspector(request: HttpRequest) -> HttpResponse:
             "states": BatchStatus.objects.order_by("pk"),
             "params": request.GET,
             "query": query.urlencode(),
+            "can_act_on_any": any(getattr(row, "can_act", False) for row in page.object_list),
         },
     )
 
@@ -95,8 +100,9 @@ def queue_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
                 queue.requeue(row.pk)
                 messages.success(request, f"Batch {row.source_batch_id} is queued again.")
             else:
-                reason = request.POST.get("reason", "").strip() or f"discarded by {request.user}"
-                queue.discard(row.pk, reason)
+                queue.discard(
+                    row.pk, request.POST.get("reason", ""), by=request.user.get_username()
+                )
                 messages.success(request, f"Batch {row.source_batch_id} is discarded.")
         except BdreError as exc:
             messages.error(request, f"{exc.message} (error {exc.code})")
@@ -106,6 +112,49 @@ def queue_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
         "batches/confirm.html",
         {"row": row, "action": action, "explanation": ACTIONS[action]},
     )
+
+
+@login_required
+@require_POST
+def queue_bulk(request: HttpRequest) -> HttpResponse:
+    """The rows ticked on the queue page, requeued or discarded together: a confirmation
+    first (the rows listed), then each row through the same service, each in its own
+    transaction, and a message per outcome."""
+    action = request.POST.get("action", "")
+    if action not in ACTIONS:
+        return redirect("ui-queue")
+    ids = [int(v) for v in request.POST.getlist("ids") if v.isdigit() and len(v) < 19]
+    rows = BatchConsumpQueue.objects.filter(pk__in=ids)
+    allowed = scope(request.user, rows, Role.DEVELOPER)
+    if scope(request.user, rows).exclude(pk__in=allowed.values("pk")).exists():
+        raise PermissionDenied("Requeue and discard need the developer role.")
+    chosen = list(allowed.select_related("process__parent", "batch_state").order_by("id"))
+    if not chosen:
+        if ids:
+            raise Http404("No such queue row.")
+        messages.error(request, "Tick the rows to act on first.")
+        return redirect("ui-queue")
+    if request.POST.get("confirm") != "yes":
+        return render(
+            request,
+            "batches/confirm_many.html",
+            {"rows": chosen, "action": action, "explanation": ACTIONS[action]},
+        )
+    pks = [row.pk for row in chosen]
+    if action == "requeue":
+        results = queue.requeue_many(pks)
+    else:
+        results = queue.discard_many(
+            pks, request.POST.get("reason", ""), by=request.user.get_username()
+        )
+    done = [r.id for r in results if r.error is None]
+    if done:
+        verb = "queued again" if action == "requeue" else "discarded"
+        messages.success(request, f"{len(done)} row{pluralize(len(done))} {verb}.")
+    for r in results:
+        if r.error is not None:
+            messages.error(request, f"Row {r.id}: {r.error.message} (error {r.error.code})")
+    return redirect("ui-queue")
 
 
 def _with_contents(user, batches: QuerySet[Batch]) -> QuerySet[Batch]:

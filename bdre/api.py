@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 class ErrorSerializer(serializers.Serializer):
     """The body of every lifecycle error: ``{"code": 104, "message": "..."}``."""
 
-    code = serializers.IntegerField(help_text="BDRE error code, 101-115")
+    code = serializers.IntegerField(help_text="BDRE error code, 101-116")
     message = serializers.CharField()
 
 

@@ -21,6 +21,7 @@ class Code(IntEnum):
     BATCHES_OF_DIFFERENT_STEPS = 113
     BATCH_NOT_QUEUED = 114
     LEASE_LOST = 115
+    JOB_PAUSED = 116
 
 
 MESSAGES: dict[Code, str] = {
@@ -41,6 +42,7 @@ MESSAGES: dict[Code, str] = {
     ),
     Code.BATCH_NOT_QUEUED: "Batch not present in the process_batch_queue table",
     Code.LEASE_LOST: "Lease lost: this run was expired and replaced",
+    Code.JOB_PAUSED: "The job is paused",
 }
 
 # HTTP status of each code in the REST API: unknown ids are 404, state conflicts 409,
@@ -61,6 +63,7 @@ HTTP_STATUS: dict[Code, int] = {
     Code.BATCHES_OF_DIFFERENT_STEPS: 400,
     Code.BATCH_NOT_QUEUED: 400,
     Code.LEASE_LOST: 409,
+    Code.JOB_PAUSED: 409,
 }
 
 

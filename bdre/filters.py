@@ -37,6 +37,29 @@ class DateRangeFilter(filters.IsoDateTimeFromToRangeFilter):
     field_class = UtcIsoDateTimeRangeField
 
 
+class UtcDayRangeField(fields.DateRangeField):
+    """Whole days of the current time zone, as UTC times: a first or last day of the calendar
+    falls outside years 1 to 9999 in UTC east or west of it (an OverflowError on the query)."""
+
+    def compress(self, data_list: list[Any]) -> slice | None:
+        days: slice | None = super().compress(data_list)
+        if days is None:
+            return None
+        try:
+            start, stop = (
+                None if m is None else m.astimezone(UTC) for m in (days.start, days.stop)
+            )
+        except OverflowError as exc:
+            raise ValidationError("A day from year 1 to 9999 (in UTC).", code="invalid") from exc
+        return slice(start, stop)
+
+
+class DayRangeFilter(filters.DateFromToRangeFilter):
+    """``<name>_after`` and ``<name>_before`` as dates, each day whole (to its last moment)."""
+
+    field_class = UtcDayRangeField
+
+
 def date_range(field: str) -> DateRangeFilter:
     """``<name>_after`` and ``<name>_before`` (ISO 8601, inclusive) on ``field``."""
     return DateRangeFilter(

@@ -204,7 +204,7 @@ REST_FRAMEWORK = {
         "bdre.filters.FilterBackend",  # relation filters by plain id (bdre/filters.py)
         "rest_framework.filters.OrderingFilter",
     ],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "bdre.openapi.BdreAutoSchema",  # tags and summaries
     "EXCEPTION_HANDLER": "bdre.api.exception_handler",
     # DRF's parsers with a nesting limit and no NUL characters (bdre/parsers.py).
     "DEFAULT_PARSER_CLASSES": [

@@ -47,7 +47,8 @@ def node(request: HttpRequest, pk: int) -> HttpResponse:
     writers = (
         visibility.queries(user)
         .filter(relations__in=relations.filter(target_node=table))
-        .select_related("process__parent")
+        # A query keeps its step's run; the page links the job's run, which shows that step.
+        .select_related("process__parent", "instance_exec")
         .order_by("-id")
         .distinct()[:20]
     )

@@ -24,7 +24,16 @@ from bdre.access import Role, scope
 from bdre.api import ErrorSerializer, ScopedViewSet, acting_on, require_role
 from bdre.errors import BdreError, Code
 from bdre.ids import ID_REGEX
-from processes import lifecycle, logfiles, orchestrator, registry, scan_gate, schedules, tasks
+from processes import (
+    lifecycle,
+    logfiles,
+    orchestrator,
+    registry,
+    runs,
+    scan_gate,
+    schedules,
+    tasks,
+)
 from processes.filters import LogFilter, ProcessFilter, PropertyFilter, RunFilter, TemplateFilter
 from processes.models import (
     BusDomain,
@@ -54,6 +63,7 @@ from processes.serializers import (
     PropertySerializer,
     RunDetailSerializer,
     RunLogSerializer,
+    RunNowInput,
     RunSerializer,
     RunStartedSerializer,
     ScheduleSerializer,
@@ -264,19 +274,21 @@ class ProcessViewSet(ProcessReplayActions, ScopedViewSet):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(
-        request=InitJobInput,
+        request=RunNowInput,
         responses={201: RunStartedSerializer, 200: NothingNewSerializer, **ERRORS},
         description=(
             "Run now: start a run of the job (its batches claimed now) and send its steps to "
             "the workers. The answer names the new run; 409 when a run is going (104) or "
             "there is nothing new to consume (112, 109). A job whose first steps scan is "
-            "checked first: 200 and no run when its locations hold nothing new."
+            "checked first: 200 and no run when its locations hold nothing new. A paused "
+            'job is 409 (116) unless the body says {"force": true}.'
         ),
     )
     @action(detail=True, methods=["post"])
     def run(self, request: Request, pk: str) -> Response:
         job = self._job(request, pk)
-        started = tasks.start_run(job, _body(InitJobInput, request).get("max_batch"))
+        body = _body(RunNowInput, request)
+        started = tasks.start_run(job, body.get("max_batch"), force=body["force"])
         if isinstance(started, scan_gate.Quiet):
             quiet = {
                 "started": False,
@@ -364,6 +376,18 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_serializer_class(self):
         return RunDetailSerializer if self.action == "retrieve" else RunSerializer
+
+    def paginate_queryset(self, queryset):
+        page = super().paginate_queryset(queryset)
+        if self.action == "list" and page is not None:
+            runs.attach_totals(page)  # a page's worth of runs, in three queries
+        return page
+
+    def get_object(self) -> InstanceExec:
+        run = super().get_object()
+        if self.action == "retrieve":
+            runs.attach_totals([run])
+        return run
 
     @extend_schema(
         responses={200: LogSerializer(many=True)},

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from django_filters import rest_framework as filters
 
-from bdre.filters import FilterSet, IdFilter, date_range
-from processes.models import InstanceExec, Process, ProcessLog, ProcessTemplate, Property
+from bdre.filters import DayRangeFilter, FilterSet, IdFilter, date_range
+from processes.models import (
+    ExecState,
+    InstanceExec,
+    Process,
+    ProcessLog,
+    ProcessTemplate,
+    Property,
+    Trigger,
+)
 
 
 class ProcessFilter(FilterSet):
@@ -26,10 +34,32 @@ class RunFilter(FilterSet):
     is_job = filters.BooleanFilter(field_name="parent", lookup_expr="isnull")
     started = date_range("start_ts")
     ended = date_range("end_ts")
+    state = filters.ChoiceFilter(
+        field_name="exec_state_id",
+        choices=[(s.name, s.name) for s in ExecState],
+        method="filter_state",
+        help_text="the state by name: " + ", ".join(s.name for s in ExecState),
+    )
+    trigger = filters.ChoiceFilter(
+        choices=Trigger.choices, help_text="what started a job run (step runs have none)"
+    )
 
     class Meta:
         model = InstanceExec
         fields = ("process", "parent", "exec_state", "target_batch", "worker")
+
+    def filter_state(self, queryset, name: str, value: str):
+        return queryset.filter(exec_state_id=ExecState[value])
+
+
+class JobRunFilter(RunFilter):
+    """The runs page: job runs only, so ``job`` is the run's own process, and its dates
+    are whole days (a day's runs are in from its start to its end)."""
+
+    job = IdFilter(field_name="process", help_text="the job")
+    started = DayRangeFilter(
+        field_name="start_ts", help_text="started_after and started_before, whole days"
+    )
 
 
 class PropertyFilter(FilterSet):

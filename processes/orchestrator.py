@@ -159,8 +159,9 @@ def advance(job_run_id: int) -> Advance:
 
 
 def _triggered_by(job: Process) -> list[int]:
-    """Jobs that run as soon as ``job`` queued a batch for one of their steps."""
-    from processes.schedules import runs_on_upstream
+    """Jobs that run as soon as ``job`` queued a batch for one of their steps (a paused job
+    does not: its batches wait for it to be resumed)."""
+    from processes.schedules import paused, runs_on_upstream
 
     downstream = (
         Process.objects.filter(
@@ -172,7 +173,8 @@ def _triggered_by(job: Process) -> list[int]:
         .values_list("parent_id", flat=True)
         .distinct()
     )
-    return sorted(pk for pk in set(downstream) if runs_on_upstream(pk))
+    held = paused(list(set(downstream)))
+    return sorted(pk for pk in set(downstream) - held if runs_on_upstream(pk))
 
 
 # --- execute_step --------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from django.db import transaction
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
 from bdre.beat import ensure_interval_task
+from bdre.errors import BdreError, Code
 from processes.models import Process, Property
 
 RUN_TASK = "processes.tasks.run_process"
@@ -181,6 +182,34 @@ def remove(job_id: int) -> None:
 
 def runs_on_upstream(job_id: int) -> bool:
     return job_id in _on_upstream([job_id])
+
+
+def paused(job_ids: list[int]) -> set[int]:
+    """The jobs whose timed schedule is paused. A pause holds every trigger of the job: Beat
+    skips its disabled task, its upstream does not start it (``orchestrator``), and "run
+    now" asks first (``tasks.start_run``)."""
+    names = {task_name(job_id): job_id for job_id in job_ids}
+    return {
+        names[name]
+        for name in PeriodicTask.objects.filter(name__in=names, enabled=False).values_list(
+            "name", flat=True
+        )
+    }
+
+
+def is_paused(job_id: int) -> bool:
+    return job_id in paused([job_id])
+
+
+def hold_manual_run(job_id: int, *, force: bool) -> None:
+    """116 for "run now" of a paused job unless the user confirmed it (``force``): a pause
+    is meant to hold the job, so running it anyway is asked for, not assumed."""
+    if not force and is_paused(job_id):
+        raise BdreError(
+            Code.JOB_PAUSED,
+            f"process {job_id}: resume its schedule, or run it anyway (force: true in the "
+            "API, --force on the command line, the second button on its page)",
+        )
 
 
 def _on_upstream(job_ids: list[int]) -> set[int]:

@@ -13,7 +13,7 @@ from batches.locations import LocationRefused, grants_storage, normalise
 from bdre.access import scope, teams
 from bdre.api import ScopedRelatedField
 from bdre.ids import is_id
-from processes import registry, scan_gate, schedules
+from processes import registry, runs, scan_gate, schedules
 from processes.models import (
     BusDomain,
     InstanceExec,
@@ -35,6 +35,25 @@ class RunSerializer(serializers.ModelSerializer):
         help_text="What started a job run: schedule, upstream, manual, retry, backfill, rewind, "
         "reprocess or replay (docs/operations.md); empty on step runs.",
     )
+    # Set on the runs of a list page and of a detail by processes.runs.attach_totals.
+    duration_seconds = serializers.FloatField(
+        read_only=True, allow_null=True, help_text="Seconds from start to end (or to now)."
+    )
+    batches_in = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="A job run's input batches (the batches it claimed); null on step runs.",
+    )
+    rows_in = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="The counters' rows_in: a job run's summed over its step runs; null if none.",
+    )
+    rows_out = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="The counters' rows_out: a job run's summed over its step runs; null if none.",
+    )
 
     class Meta:
         model = InstanceExec
@@ -50,6 +69,10 @@ class RunSerializer(serializers.ModelSerializer):
             "lease_expires_at",
             "target_batch",
             "trigger",
+            "duration_seconds",
+            "batches_in",
+            "rows_in",
+            "rows_out",
             "worker",
             "spark_application_id",
             "spark_ui_url",
@@ -62,6 +85,13 @@ class RunSerializer(serializers.ModelSerializer):
 
 class InitJobInput(serializers.Serializer):
     max_batch = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+
+
+class RunNowInput(InitJobInput):
+    force = serializers.BooleanField(
+        default=False,
+        help_text="Run a paused job anyway (without it: 409, code 116). Its schedule stays paused.",
+    )
 
 
 class HaltJobInput(serializers.Serializer):
@@ -727,7 +757,8 @@ class RunDetailSerializer(RunSerializer):
 
     @extend_schema_field(RunSerializer(many=True))
     def get_steps(self, run: InstanceExec) -> list[dict]:
-        children = run.step_runs.select_related("exec_state").order_by("id")
+        children = list(run.step_runs.select_related("exec_state").order_by("id"))
+        runs.attach_totals(children)
         # many=True makes a ListSerializer, whose data is a list; the stubs miss that.
         return RunSerializer(children, many=True).data  # type: ignore[return-value]
 

@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import transaction
 
 from bdre.errors import BdreError, Code
-from processes import lifecycle, orchestrator, replay, scan_gate
+from processes import lifecycle, orchestrator, replay, scan_gate, schedules
 from processes.models import InstanceExec, Process, Trigger
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,7 @@ def start_run(
     *,
     worker: str | None = None,
     trigger: str = Trigger.MANUAL,
+    force: bool = False,
 ) -> orchestrator.Started | scan_gate.Quiet:
     """Start a run of the job here and send its first steps to the workers (after the
     commit). "Run now" from the API, the pages, the admin and the CLI starts the run in the
@@ -74,8 +75,11 @@ def start_run(
     or has nothing new to consume (112, 109) is the user's answer, not a silent no-op in a
     worker's log; the schedule and the upstream trigger go through ``run_process``. A job
     whose scans find nothing new starts no run: the answer is then ``scan_gate.Quiet``
-    (docs/operations.md, "Quiet scans")."""
+    (docs/operations.md, "Quiet scans"). A manual run of a paused job is refused (116)
+    unless ``force``."""
     _live_job(job_id)
+    if trigger == Trigger.MANUAL:
+        schedules.hold_manual_run(job_id, force=force)
     started = scan_gate.start(job_id, max_batch=max_batch, worker=worker, trigger=trigger)
     if isinstance(started, scan_gate.Quiet):
         return started

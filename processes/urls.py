@@ -3,7 +3,7 @@
 from django.urls import path, re_path
 
 from bdre.ids import ID_REGEX
-from processes import replay_views, views
+from processes import replay_views, run_views, views
 
 ID = f"(?P<pk>{ID_REGEX})"
 
@@ -25,6 +25,8 @@ urlpatterns = [
     re_path(rf"^jobs/{ID}/save-template/$", views.template_save, name="ui-template-save"),
     path("templates/", views.template_list, name="ui-templates"),
     re_path(rf"^templates/{ID}/delete/$", views.template_delete, name="ui-template-delete"),
+    path("runs/", run_views.run_list, name="ui-runs"),
+    path("dashboard/live/", views.dashboard_live, name="ui-dashboard-live"),
     re_path(rf"^runs/{ID}/$", views.run_detail, name="ui-run"),
     re_path(rf"^runs/{ID}/live/$", views.run_live, name="ui-run-live"),
     re_path(rf"^runs/{ID}/log/$", views.run_log, name="ui-run-log"),

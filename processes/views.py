@@ -24,7 +24,16 @@ from bdre.access import Role, can, scope
 from bdre.errors import BdreError
 from lineage import graphs
 from processes import dashboard as selectors
-from processes import forms, logfiles, orchestrator, registry, scan_gate, schedules, tasks
+from processes import (
+    forms,
+    logfiles,
+    orchestrator,
+    registry,
+    run_views,
+    scan_gate,
+    schedules,
+    tasks,
+)
 from processes.models import (
     ExecState,
     InstanceExec,
@@ -46,8 +55,7 @@ def _job(request: HttpRequest, pk: int, role: Role = Role.VIEWER) -> Process:
     return job
 
 
-@login_required
-def dashboard(request: HttpRequest) -> HttpResponse:
+def _dashboard_context(request: HttpRequest) -> dict[str, Any]:
     jobs = visible_jobs(request)
     hours = selectors.hourly(jobs)
     labels = [h.start.strftime("%H:00") for h in hours]
@@ -63,23 +71,30 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "Batches waiting in the queue, last 24 hours", labels, [h.queued for h in hours]
     )
     rows = selectors.job_rows(jobs)
-    return render(
-        request,
-        "processes/dashboard.html",
-        {
-            "rows": rows,
-            "runs_chart": mark_safe(runs_chart),
-            "queue_chart": mark_safe(queue_chart),
-            "totals": {
-                "queued": sum(r.queue_depth for r in rows),
-                "dead": sum(r.dead_letters for r in rows),
-                "failures": sum(r.failures_24h for r in rows),
-                "running": sum(
-                    1 for r in rows if r.last_run and r.last_run.exec_state_id == ExecState.RUNNING
-                ),
-            },
+    return {
+        "rows": rows,
+        "runs_chart": mark_safe(runs_chart),
+        "queue_chart": mark_safe(queue_chart),
+        "totals": {
+            "queued": sum(r.queue_depth for r in rows),
+            "dead": sum(r.dead_letters for r in rows),
+            "failures": sum(r.failures_24h for r in rows),
+            "running": sum(
+                1 for r in rows if r.last_run and r.last_run.exec_state_id == ExecState.RUNNING
+            ),
         },
-    )
+    }
+
+
+@login_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    return render(request, "processes/dashboard.html", _dashboard_context(request))
+
+
+@login_required
+def dashboard_live(request: HttpRequest) -> HttpResponse:
+    """The dashboard's tiles, charts and jobs, fetched again by the page's script."""
+    return render(request, "processes/_dashboard_live.html", _dashboard_context(request))
 
 
 @login_required
@@ -111,10 +126,12 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "properties": {name: dict(groups) for name, groups in properties.items()},
             "workflow": mark_safe(graphs.to_svg(workflow)),
             "runs": runs,
+            "trend": run_views.duration_trend(job),
             "queue": queue,
             "schedule": schedule,
             "last_checked": scan_gate.last_checked(job),
             "can_run": can(request.user, job, Role.DEVELOPER),
+            "paused": schedule.is_timed and not schedule.enabled,
             "schedule_form": forms.ScheduleFields(
                 initial={
                     "every_seconds": schedule.every_seconds,
@@ -137,7 +154,7 @@ def job_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     job = _job(request, pk, Role.DEVELOPER)
     try:
         if action == "run":
-            started = tasks.start_run(job.pk)
+            started = tasks.start_run(job.pk, force=request.POST.get("force") == "yes")
             if isinstance(started, scan_gate.Quiet):
                 messages.info(request, f"No run of {job.name} started: {started.detail}.")
             else:

@@ -807,6 +807,26 @@ API_TABLE = [
         body=lambda w: {"reason": "discarded by the matrix"},
         probe=_state(BatchConsumpQueue, lambda w: w.queue_row.pk, "batch_state_id"),
     ),
+    # Many rows at once: ids of another team's rows answer as ids of no row (404 when none
+    # named is the user's to see), a visible row without the role makes it a 403.
+    _api(
+        "queue-requeue-many",
+        "POST",
+        lambda w: "/queue/requeue/",
+        Need.DEVELOPER,
+        ok=200,
+        body=lambda w: {"ids": [w.queue_row.pk]},
+        probe=_state(BatchConsumpQueue, lambda w: w.queue_row.pk, "batch_state_id"),
+    ),
+    _api(
+        "queue-discard-many",
+        "POST",
+        lambda w: "/queue/discard/",
+        Need.DEVELOPER,
+        ok=200,
+        body=lambda w: {"ids": [w.queue_row.pk], "reason": "discarded by the matrix"},
+        probe=_state(BatchConsumpQueue, lambda w: w.queue_row.pk, "batch_state_id"),
+    ),
     _list("archive-list", "/archive/", ArchiveConsumpQueue, lambda w: w.archived.pk),
     _api("archive-detail", "GET", lambda w: f"/archive/{w.archived.pk}/", Need.VIEWER),
     _list("file-list", "/files/", File, lambda w: w.file.pk),
@@ -1370,6 +1390,22 @@ PAGE_TABLE = [
     _page("ui-run-live", "GET", lambda w: f"/runs/{w.live_run}/live/", Need.VIEWER),
     _page("ui-run-log", "GET", lambda w: f"/runs/{w.live_run}/log/", Need.VIEWER),
     _page(
+        "ui-runs",
+        "GET",
+        lambda w: "/runs/",
+        Need.LOGIN,
+        kind="list",
+        listed=lambda w: f"/runs/{w.live_run}/",
+    ),
+    _page(
+        "ui-dashboard-live",
+        "GET",
+        lambda w: "/dashboard/live/",
+        Need.LOGIN,
+        kind="list",
+        listed=lambda w: "alpha_orders",
+    ),
+    _page(
         "ui-queue",
         "GET",
         lambda w: "/queue/",
@@ -1403,6 +1439,33 @@ PAGE_TABLE = [
             lambda w, action=action: f"/queue/{w.queue_row.pk}/{action}/",
             Need.DEVELOPER,
             body=lambda w: {"reason": "discarded by the matrix"},
+            probe=_state(BatchConsumpQueue, lambda w: w.queue_row.pk, "batch_state_id"),
+            label=action,
+        )
+        for action in ("requeue", "discard")
+    ],
+    _page(
+        "ui-queue-bulk",
+        "POST",
+        lambda w: "/queue/bulk/",
+        Need.DEVELOPER,
+        ok=200,  # the confirmation: nothing changes yet
+        body=lambda w: {"action": "discard", "ids": [w.queue_row.pk]},
+        probe=None,
+        label="confirm",
+    ),
+    *[
+        _page(
+            "ui-queue-bulk",
+            "POST",
+            lambda w: "/queue/bulk/",
+            Need.DEVELOPER,
+            body=lambda w, action=action: {
+                "action": action,
+                "ids": [w.queue_row.pk],
+                "confirm": "yes",
+                "reason": "discarded by the matrix",
+            },
             probe=_state(BatchConsumpQueue, lambda w: w.queue_row.pk, "batch_state_id"),
             label=action,
         )

@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState, File
+from processes.models import InstanceExec
 from tests.api import api_as
 from tests.factories import (
     BatchFactory,
@@ -134,7 +135,8 @@ def test_requeue_and_discard_through_rest(dev, make_job):
     assert response.json()["batch_state_name"] == "FAILED"
     assert response.json()["target_batch"] == row.target_batch_id
     discarded = post(dev, f"queue/{row.pk}/discard/", {"reason": "bad file"})
-    assert discarded.json()["last_error"] == "bad file"
+    assert discarded.json()["last_error"] == "broken"
+    assert discarded.json()["discard_reason"] == "discarded by developer: bad file"
     assert post(dev, f"queue/{row.pk}/discard/", {}).status_code == 400
     assert post(dev, f"queue/{row.pk}/requeue/").status_code == 200
     rerun = post(dev, f"processes/{load.pk}/init-job/", {"max_batch": 1}).json()
@@ -181,3 +183,90 @@ def test_roles_on_requeue(team, make_job, role, expected):
     row = BatchConsumpQueue.objects.get(process__parent=load)
     BatchConsumpQueue.objects.filter(pk=row.pk).update(batch_state_id=BatchState.DISCARDED)
     assert post(api_as(getattr(team, role)), f"queue/{row.pk}/requeue/").status_code == expected
+
+
+def _dead_letter(dev, make_job, *files):
+    """A job whose runs failed until its input went to the dead letter: two attempts."""
+    ingest = make_job("ingest")
+    load = make_job("load", upstream=[ingest], max_retries=2)
+    for name in files or ("1.tsv",):
+        register(dev, ingest, name)
+    for error_text in ("disk full", "schema mismatch in column 3"):
+        post(dev, f"processes/{load.pk}/init-job/", {"max_batch": 10})
+        post(dev, f"processes/{load.pk}/term-job/", {"error": error_text})
+    return ingest, load
+
+
+def test_discarding_a_dead_letter_keeps_its_last_error_and_records_who_and_why(dev, make_job):
+    _, load = _dead_letter(dev, make_job)
+    row = BatchConsumpQueue.objects.get(process__parent=load)
+    post(dev, f"queue/{row.pk}/requeue/")
+    discarded = post(dev, f"queue/{row.pk}/discard/", {"reason": "the file is corrupt"}).json()
+    assert discarded["batch_state_name"] == "DISCARDED"
+    assert discarded["last_error"] == "schema mismatch in column 3"
+    assert discarded["discard_reason"] == "discarded by developer: the file is corrupt"
+
+
+def test_a_queue_row_shows_every_run_that_attempted_it(dev, make_job):
+    _, load = _dead_letter(dev, make_job)
+    row = BatchConsumpQueue.objects.get(process__parent=load)
+    detail = dev.get(f"/api/v1/queue/{row.pk}/").json()
+    runs = list(
+        InstanceExec.objects.filter(process=load).order_by("id").values_list("id", flat=True)
+    )
+    assert [a["run"] for a in detail["attempt_history"]] == runs
+    assert [a["state"] for a in detail["attempt_history"]] == ["FAILED", "FAILED"]
+    assert [a["error"] for a in detail["attempt_history"]] == [
+        "disk full",
+        "schema mismatch in column 3",
+    ]
+    assert all(a["start_ts"] for a in detail["attempt_history"])
+
+
+def test_bulk_requeue_and_discard_answer_each_row_and_hide_other_teams_rows(team, dev, make_job):
+    ingest, load = _dead_letter(dev, make_job, "1.tsv", "2.tsv")
+    dead = list(
+        BatchConsumpQueue.objects.filter(process__parent=load)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+    theirs = QueueRowFactory(
+        process=StepFactory(parent=JobFactory(bus_domain=team.other_application)),
+        batch_state_id=BatchState.DISCARDED,
+        last_error="their secret",
+    )
+    answer = post(dev, "queue/requeue/", {"ids": [*dead, theirs.pk, 10**9]})
+    assert answer.status_code == 200, answer.content
+    results = {r["id"]: r for r in answer.json()["results"]}
+    assert [results[pk]["ok"] for pk in dead] == [True, True]
+    assert results[dead[0]]["row"]["batch_state_name"] == "FAILED"
+    # Another team's row answers exactly as an id of no row: nothing about it is revealed.
+    unknown = {k: v for k, v in results[10**9].items() if k != "id"}
+    assert {k: v for k, v in results[theirs.pk].items() if k != "id"} == unknown
+    assert unknown["ok"] is False and unknown["error"]["code"] == 114
+    theirs.refresh_from_db()
+    assert theirs.batch_state_id == BatchState.DISCARDED
+
+    answer = post(dev, "queue/discard/", {"ids": dead, "reason": "bad day"}).json()
+    assert [r["ok"] for r in answer["results"]] == [True, True]
+    rows = BatchConsumpQueue.objects.filter(pk__in=dead)
+    assert {r.batch_state_id for r in rows} == {BatchState.DISCARDED}
+    assert {r.last_error for r in rows} == {"schema mismatch in column 3"}
+    # Each row is done or refused alone: a row whose state forbids it does not stop the rest.
+    register(dev, ingest, "3.tsv")
+    waiting = BatchConsumpQueue.objects.get(process__parent=load, batch_state_id=BatchState.NEW)
+    answer = post(dev, "queue/requeue/", {"ids": [*dead, waiting.pk]}).json()
+    assert [r["ok"] for r in answer["results"]] == [True, True, False]
+    assert answer["results"][2]["error"]["code"] == 114
+    assert "only failed or discarded rows" in answer["results"][2]["error"]["message"]
+
+
+def test_bulk_actions_need_the_developer_role_and_a_known_row(team, make_job):
+    _, load = _dead_letter(api_as(team.developer), make_job)
+    row = BatchConsumpQueue.objects.get(process__parent=load)
+    assert post(api_as(team.viewer), "queue/requeue/", {"ids": [row.pk]}).status_code == 403
+    outsider = post(api_as(team.outsider), "queue/discard/", {"ids": [row.pk], "reason": "x"})
+    assert outsider.status_code == 404
+    assert post(api_as(team.developer), "queue/requeue/", {"ids": []}).status_code == 400
+    row.refresh_from_db()
+    assert row.batch_state_id == BatchState.DISCARDED

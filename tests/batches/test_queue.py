@@ -68,8 +68,15 @@ def test_a_row_left_out_of_a_delivered_batch_is_requeued_as_new(make_job):
     (step,) = steps_of(p2)
     failed = run_job(p2, max_batch=5, fail_step=step)
     dropped, _kept = queued(step)
-    queue.discard(dropped.pk, "corrupt")
-    assert run_job(p2, max_batch=5).target_batch_id == failed.target_batch_id
+    queue.discard(dropped.pk, "corrupt", by="ops")
+    delivered = run_job(p2, max_batch=5)
+    assert delivered.target_batch_id == failed.target_batch_id
+    dropped.refresh_from_db()
+    # Its one attempt is the failed run: the run that delivered the batch did without it.
+    (attempt,) = queue.attempt_history([dropped])[dropped.pk]
+    assert (attempt.run, attempt.state) == (failed.instance_exec_id, "FAILED")
+    assert attempt.error and dropped.last_error
+    assert dropped.discard_reason == "discarded by ops: corrupt"
     queue.requeue(dropped.pk)
     dropped.refresh_from_db()
     assert (dropped.batch_state_id, dropped.target_batch_id) == (BatchState.NEW, None)
@@ -86,7 +93,8 @@ def test_discard_by_hand_and_what_cannot_be_requeued(make_job):
     queue.discard(second.pk, "corrupt upstream file")
     second.refresh_from_db()
     assert second.batch_state_id == BatchState.DISCARDED
-    assert second.last_error == "corrupt upstream file"
+    assert second.last_error == ""  # it never failed: discarding writes no error
+    assert second.discard_reason == "discarded by hand: corrupt upstream file"
     assert code_of(queue.requeue, first.pk) == 114  # NEW: nothing to requeue
     lifecycle.init_job(p2.pk, 5)
     assert code_of(queue.requeue, first.pk) == 110  # claimed by a running job

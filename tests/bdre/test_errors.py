@@ -5,8 +5,8 @@ import pytest
 from bdre.errors import HTTP_STATUS, MESSAGES, BdreError, Code
 
 
-def test_every_code_from_101_to_115_has_a_message_and_a_status():
-    assert [int(c) for c in Code] == list(range(101, 116))
+def test_every_code_from_101_to_116_has_a_message_and_a_status():
+    assert [int(c) for c in Code] == list(range(101, 117))
     assert set(MESSAGES) == set(Code) == set(HTTP_STATUS)
 
 

@@ -267,3 +267,47 @@ def test_a_body_of_a_media_type_not_read_is_a_documented_json_415(client, team, 
     paths = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()["paths"]
     assert "415" in paths["/api/v1/processes/"]["post"]["responses"]
     assert "415" not in paths["/api/v1/processes/"]["get"]["responses"]
+
+
+def _operations(client) -> tuple[dict, list[tuple[str, str, dict]]]:
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    return schema, [
+        (path, method, operation)
+        for path, operations in schema["paths"].items()
+        for method, operation in operations.items()
+    ]
+
+
+def test_every_operation_is_grouped_by_its_resource_and_has_a_summary(client, db):
+    schema, operations = _operations(client)
+    declared = {tag["name"]: tag["description"] for tag in schema["tags"]}
+    assert {"processes", "runs", "batches", "queue", "files", "lineage", "teams", "alerts"} <= set(
+        declared
+    )
+    assert all(declared.values()), "each group is said in a line"
+    for path, method, operation in operations:
+        assert len(operation["tags"]) == 1 and operation["tags"][0] in declared, (path, method)
+        assert operation.get("summary", "").strip(), (path, method)
+        assert len(operation["summary"]) <= 100, (path, method)
+    by_path = {(path, method): operation for path, method, operation in operations}
+    assert by_path[("/api/v1/logs/", "get")]["tags"] == ["runs"]
+    assert by_path[("/api/v1/archive/", "get")]["tags"] == ["queue"]
+    assert by_path[("/api/v1/lineage/nodes/", "get")]["summary"] == "List lineage nodes"
+    assert by_path[("/api/v1/batches/{id}/", "get")]["summary"] == "Get one batch"
+    # extend_schema's own summary is kept
+    assert by_path[("/api/v1/processes/{id}/rewind/", "post")]["summary"].startswith(
+        "Rewind a step"
+    )
+
+
+def test_each_operation_lists_only_the_errors_it_can_give(client, db):
+    _, operations = _operations(client)
+    for path, method, operation in operations:
+        errors = {status for status in operation["responses"] if status[0] in "45"}
+        assert "405" not in errors, (path, method)  # the method is the operation's own
+        if method == "get":
+            # a read changes nothing and takes no body
+            assert not errors & {"409", "413", "415"}, (path, method)
+        else:
+            assert {"409", "413"} <= errors or method == "delete", (path, method)
+        assert ("401" in errors) != path.startswith("/api/v1/auth/"), (path, method)

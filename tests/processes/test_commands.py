@@ -13,6 +13,7 @@ from django.core.management.base import CommandError
 
 from batches.models import BatchConsumpQueue
 from bdre.errors import Code
+from processes import schedules
 from processes.models import InstanceExec, Property
 from tests.processes.conftest import landed, steps_of
 from tests.processes.jobs.test_python_callable import callable_job
@@ -81,7 +82,7 @@ def test_errors_exit_with_the_code_and_message(make_job):
 def test_a_usage_error_exits_2_and_no_code_collides_with_it(make_job):
     with pytest.raises(CommandError):  # argparse's exit 2 when run from the shell
         call_command("init_job", "--max-batch", "x")
-    assert {int(code) for code in Code} == set(range(101, 116))
+    assert {int(code) for code in Code} == set(range(101, 117))
 
 
 def test_run_process_wait_exits_3_when_the_run_fails(team, make_job):
@@ -132,3 +133,15 @@ def test_terminate_process_fails_the_running_run_or_exits_105(make_job):
     }
     code, error = cli_error("terminate_process", "--process-id", str(job.pk))
     assert (code, error["code"]) == (105, 105)
+
+
+def test_run_process_of_a_paused_job_exits_116_unless_forced(team, sent):
+    job = callable_job(team, "processes.examples.noop")
+    schedules.set_schedule(job.pk, schedules.Schedule(every_seconds=3600))
+    schedules.pause(job.pk)
+    for wait in ((), ("--wait",)):
+        status, body = cli_error("run_process", "--process-id", str(job.pk), *wait)
+        assert (status, body["code"]) == (116, 116) and "paused" in body["message"]
+    assert not InstanceExec.objects.filter(process=job).exists()
+    started = cli("run_process", "--process-id", str(job.pk), "--force")
+    assert InstanceExec.objects.get(process=job).pk == started["run"]

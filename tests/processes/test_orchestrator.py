@@ -97,6 +97,28 @@ def test_a_job_set_to_follow_its_upstream_runs_when_a_batch_is_queued_for_it(tea
     assert produced.exec_state_id == ExecState.SUCCESS
 
 
+def test_a_paused_job_set_to_follow_its_upstream_is_not_started_when_the_upstream_succeeds(
+    team,
+):
+    upstream = job_of(team, "producer", [callable_step("produce")])
+    followers = {}
+    for name in ("paused_consumer", "live_consumer"):
+        followers[name] = create_job(
+            bus_domain=team.application,
+            name=name,
+            process_type_id=JOB_TYPE,
+            steps=[StepSpec(f"{name}_s1", CALL, upstream=[upstream.pk])],
+        )
+        schedules.set_schedule(followers[name].pk, Schedule(every_seconds=3600, on_upstream=True))
+    schedules.pause(followers["paused_consumer"].pk)
+    started = orchestrator.start(upstream.pk)
+    (step_id,) = started.ready
+    assert orchestrator.execute_step(started.instance_exec_id, step_id).state == "succeeded"
+    advanced = orchestrator.advance(started.instance_exec_id)
+    assert advanced.finished
+    assert advanced.downstream == [followers["live_consumer"].pk]
+
+
 @pytest.mark.spark  # the step runs Spark in the worker
 def test_terminate_cancels_the_spark_work_and_fails_the_run(team, worker, tmp_path):
     outcome = tmp_path / "outcome"

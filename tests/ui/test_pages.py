@@ -9,7 +9,7 @@ import pytest
 from batches.models import BatchConsumpQueue, BatchState
 from lineage.extract import extract, record
 from lineage.models import LineageNode
-from processes import lifecycle
+from processes import lifecycle, schedules
 from processes.models import ExecState, InstanceExec
 from tests.factories import LineageQueryFactory, QueueRowFactory
 from tests.ui.conftest import client_as
@@ -114,6 +114,22 @@ def test_a_developer_runs_a_job_now(team, pipeline, sent, django_capture_on_comm
     assert f"Run {run.pk} of clicks started" in answer.content.decode()
 
 
+def test_a_paused_job_is_run_now_only_after_a_second_confirmation(team, pipeline, sent):
+    job, _ = pipeline
+    schedules.set_schedule(job.pk, schedules.Schedule(every_seconds=3600))
+    schedules.pause(job.pk)
+    client = client_as(team.developer)
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "This job is paused: run it anyway?" in page and "Run anyway" in page
+    runs = InstanceExec.objects.filter(process=job).count()
+    refused = client.post(f"/jobs/{job.pk}/run/", follow=True).content.decode()
+    assert "(error 116)" in refused
+    assert InstanceExec.objects.filter(process=job).count() == runs
+    forced = client.post(f"/jobs/{job.pk}/run/", {"force": "yes"}, follow=True)
+    assert InstanceExec.objects.filter(process=job).count() == runs + 1
+    assert "started" in forced.content.decode()
+
+
 def test_running_a_job_that_is_running_says_so(team, pipeline, sent):
     job, _ = pipeline
     lifecycle.init_job(job.pk, 1)
@@ -168,14 +184,75 @@ def test_requeue_asks_for_a_confirmation_then_requeues(team, dead_letter):
     assert dead_letter.batch_state_id == BatchState.NEW
 
 
-def test_discard_keeps_the_reason(team, pipeline):
+def test_discard_keeps_the_last_error_and_the_reason_beside_it(team, pipeline):
     job, _ = pipeline
     row = QueueRowFactory(
-        process=job.steps.order_by("id").first(), batch_state_id=BatchState.FAILED
+        process=job.steps.order_by("id").first(),
+        batch_state_id=BatchState.FAILED,
+        last_error="ValueError: bad header",
     )
     client_as(team.developer).post(f"/queue/{row.pk}/discard/", {"reason": "corrupt file"})
     row.refresh_from_db()
-    assert row.batch_state_id == BatchState.DISCARDED and "corrupt file" in row.last_error
+    assert row.batch_state_id == BatchState.DISCARDED
+    assert row.last_error == "ValueError: bad header"
+    assert row.discard_reason == "discarded by developer: corrupt file"
+    page = client_as(team.viewer).get("/queue/").content.decode()
+    assert "ValueError: bad header" in page and "discarded by developer: corrupt file" in page
+
+
+def test_the_queue_shows_each_row_s_runs_with_their_errors(team, make_job):
+    upstream = make_job("ingest")
+    job = make_job("load", upstream=[upstream], max_retries=2)
+    row = QueueRowFactory(process=job.steps.get(), source_process=upstream)
+    runs = []
+    for error in ("disk full", "schema mismatch"):
+        runs.append(lifecycle.init_job(job.pk, 10).instance_exec_id)
+        lifecycle.term_job(job.pk, error)
+    row.refresh_from_db()
+    assert row.batch_state_id == BatchState.DISCARDED
+    page = client_as(team.viewer).get("/queue/").content.decode()
+    history = page.split('<details class="attempts">')[1].split("</details>")[0]
+    assert "2 runs" in history
+    assert [f'href="/runs/{r}/"' in history for r in runs] == [True, True]
+    assert history.index("disk full") < history.index("schema mismatch")
+
+
+def test_ticked_rows_are_requeued_together_after_a_confirmation(team, pipeline):
+    job, _ = pipeline
+    step = job.steps.order_by("id").first()
+    rows = [
+        QueueRowFactory(process=step, batch_state_id=BatchState.DISCARDED, last_error="e")
+        for _ in range(2)
+    ]
+    client = client_as(team.developer)
+    assert 'name="ids"' in client.get("/queue/").content.decode()
+    ids = [r.pk for r in rows]
+    confirm = client.post("/queue/bulk/", {"action": "discard", "ids": ids})
+    assert "Yes, discard 2 rows" in confirm.content.decode()  # nothing done yet
+    confirm = client.post("/queue/bulk/", {"action": "requeue", "ids": ids})
+    assert "Yes, requeue 2 rows" in confirm.content.decode()
+    assert {BatchConsumpQueue.objects.get(pk=pk).batch_state_id for pk in ids} == {
+        BatchState.DISCARDED
+    }
+    done = client.post(
+        "/queue/bulk/", {"action": "requeue", "ids": ids, "confirm": "yes"}, follow=True
+    )
+    assert "2 rows queued again." in done.content.decode()
+    assert {BatchConsumpQueue.objects.get(pk=pk).batch_state_id for pk in ids} == {BatchState.NEW}
+    again = client.post(
+        "/queue/bulk/",
+        {"action": "discard", "ids": ids, "confirm": "yes", "reason": "stale"},
+        follow=True,
+    )
+    assert "2 rows discarded." in again.content.decode()
+
+
+@pytest.mark.parametrize(("who", "status"), [("viewer", 403), ("outsider", 404)])
+def test_a_forged_bulk_requeue_is_refused(team, dead_letter, who, status):
+    client = client_as(getattr(team, who))
+    body = {"action": "requeue", "ids": [dead_letter.pk], "confirm": "yes"}
+    assert client.post("/queue/bulk/", body).status_code == status
+    assert BatchConsumpQueue.objects.get(pk=dead_letter.pk).batch_state_id == BatchState.DISCARDED
 
 
 @pytest.mark.parametrize(("who", "status"), [("viewer", 403), ("outsider", 404)])

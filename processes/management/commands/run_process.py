@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from bdre.commands import RUN_FAILED, JsonCommand
-from processes import orchestrator, scan_gate, tasks
+from processes import orchestrator, scan_gate, schedules, tasks
 
 
 class Command(JsonCommand):
@@ -21,11 +21,15 @@ class Command(JsonCommand):
         parser.add_argument(
             "--wait", action="store_true", help="run in this process instead of the workers"
         )
+        parser.add_argument(
+            "--force", action="store_true", help="run a paused job anyway (else exit 116)"
+        )
 
     def run(self, **o: Any) -> object:
         if o["wait"]:
+            schedules.hold_manual_run(o["process_id"], force=o["force"])
             return orchestrator.run_job(o["process_id"], max_batch=o["max_batch"])
-        started = tasks.start_run(o["process_id"], o["max_batch"])
+        started = tasks.start_run(o["process_id"], o["max_batch"], force=o["force"])
         if isinstance(started, scan_gate.Quiet):  # its scans found nothing new: no run
             return {
                 "run": None,

@@ -1,0 +1,68 @@
+"""Issue 21, point 7, in a real browser: every kind of page of the demo's world at a phone's
+width (390 x 844) fits it, with no sideways scrolling of the page; wide tables scroll inside
+their own box. Screenshots go to ``var/screenshots/`` (``phone-*.png``)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+
+from tests.factories import TEST_PASSWORD
+from tests.ui.test_browser import browser, log_in, shot
+from tests.ui.test_crawl import build_demo_world, crawl
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.browser,
+]
+__all__ = ["browser"]  # the fixture, used by name
+
+PHONE = (390, 844)
+OVERFLOW = "document.documentElement.scrollWidth - window.innerWidth"
+# The outermost elements that stick out on the right: what to fix when a page is too wide.
+STICKING_OUT = """() => {
+  const out = [];
+  for (const el of document.body.querySelectorAll("*")) {
+    if (el.getBoundingClientRect().right <= window.innerWidth + 1) continue;
+    let clipped = false;  // inside a box that scrolls or clips: the page does not widen
+    for (let up = el.parentElement; up && up !== document.body; up = up.parentElement) {
+      if (getComputedStyle(up).overflowX !== "visible") clipped = true;
+    }
+    if (clipped) continue;
+    if (out.some((o) => o.contains(el))) continue;
+    out.push(el);
+  }
+  return out.slice(0, 5).map((el) =>
+    [el.tagName.toLowerCase(), ...el.classList].join(".") + " in " +
+    (el.parentElement ? el.parentElement.tagName.toLowerCase() : ""));
+}"""
+
+
+def kinds_of_page(pages: list[str]) -> dict[str, str]:
+    """One page of each kind (its path with the ids as N): the first found of each."""
+    kinds: dict[str, str] = {}
+    for url in pages:
+        kind = re.sub(r"\d+", "N", url).strip("/").replace("/", "-").replace("?", "-") or "home"
+        kinds.setdefault(re.sub(r"[^\w-]", "", kind), url)
+    return kinds
+
+
+def test_every_kind_of_page_fits_a_phone_without_sideways_scrolling(
+    team, tmp_path, live_server, browser
+):
+    build_demo_world(team, tmp_path)
+    client = Client()
+    assert client.login(username=team.developer.username, password=TEST_PASSWORD)
+    pages = kinds_of_page(crawl(client).pages)
+    assert {"home", "queue", "batches-N", "runs-N", "lineage-nodes-N"} <= set(pages)
+    page = log_in(browser, live_server, team.developer, viewport=PHONE)
+    too_wide = {}
+    for kind, url in sorted(pages.items()):
+        page.goto(live_server.url + url)
+        shot(page, f"phone-{kind}")
+        overflow = page.evaluate(OVERFLOW)
+        if overflow > 0:
+            too_wide[url] = (overflow, page.evaluate(STICKING_OUT))
+    assert not too_wide, f"wider than the phone (url: pixels, what sticks out): {too_wide}"
