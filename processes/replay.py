@@ -34,6 +34,7 @@ from datetime import date
 from django.db import transaction
 from django.utils import timezone
 
+from batches import markings
 from batches import queue as batch_queue
 from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState, File
 from bdre.errors import BdreError, Code
@@ -178,19 +179,19 @@ def _plan(trigger: str, first: set[int], *, team_id: int | None) -> ReplayPlan:
 
 def _rebuilds(level_of: dict[int, int], team_id: int | None) -> list[Rebuild]:
     inputs: dict[int, set[int]] = defaultdict(set)
-    job_of: dict[int, Process] = {}
-    for target, source, step in Archive.objects.filter(
+    marks: dict[int, list[str]] = defaultdict(list)
+    step_of: dict[int, int] = {}
+    for target, source, step, marking in Archive.objects.filter(
         target_batch_id__in=list(level_of)
-    ).values_list("target_batch_id", "source_batch_id", "process_id"):
+    ).values_list("target_batch_id", "source_batch_id", "process_id", "batch_marking"):
         inputs[target].add(source)
-        job_of.setdefault(target, Process(pk=step))
-    steps = Process.objects.select_related("parent__bus_domain").in_bulk(
-        [p.pk for p in job_of.values()]
-    )
+        marks[target].append(marking)
+        step_of.setdefault(target, step)
+    steps = Process.objects.select_related("parent__bus_domain").in_bulk(list(step_of.values()))
     delivered = _last_deliveries(list(level_of))
     rebuilds = []
     for target, level in sorted(level_of.items(), key=lambda item: (item[1], item[0])):
-        job = steps[job_of[target].pk].parent
+        job = steps[step_of[target]].parent
         assert job is not None  # a queue row's process is a step
         if job.bus_domain.team_id != team_id:
             # Provenance crosses into another team: rebuilding its batches is not this
@@ -207,7 +208,7 @@ def _rebuilds(level_of: dict[int, int], team_id: int | None) -> list[Rebuild]:
                 job_id=job.pk,
                 job=job.name,
                 target_batch_id=target,
-                marking=_marking(target),
+                marking=markings.union(marks[target]),
                 level=level,
                 inputs=sorted(inputs[target]),
                 partitions=[f"{table}/batch_id={target}" for table in _written(run)],
@@ -238,14 +239,6 @@ def _written(run_id: int | None) -> list[str]:
     ).values_list("outputs", flat=True):
         tables += [t for t in outputs or [] if t not in tables]
     return tables
-
-
-def _marking(target: int) -> str:
-    from batches import markings
-
-    return markings.union(
-        Archive.objects.filter(target_batch_id=target).values_list("batch_marking", flat=True)
-    )
 
 
 def _job(job_id: int) -> Process:
@@ -282,14 +275,3 @@ def put_back(plan: ReplayPlan) -> int:
             http_status=409,
         )
     return rows
-
-
-def pending_rebuilds(job_id: int) -> list[int]:
-    """The job's batches waiting to be rebuilt, oldest first."""
-    return sorted(
-        set(
-            BatchConsumpQueue.objects.filter(process__parent_id=job_id, target_batch__isnull=False)
-            .exclude(batch_state_id=BatchState.DISCARDED)
-            .values_list("target_batch_id", flat=True)
-        )
-    )
