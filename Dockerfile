@@ -31,6 +31,12 @@ RUN apt-get update \
 COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
 
+# Spark's S3A connector for s3:// tables and files (docs/operations.md, "S3 / object
+# storage"): hadoop-aws and the AWS SDK, from the package index like everything above, each
+# checked against its SHA-256; every Spark session and the Connect server take them.
+ENV BDRE_SPARK_JARS_DIR=/opt/bdre/jars
+RUN python -m bdre.s3a_jars /opt/bdre/jars
+
 # One user, uid and gid 1000, owns everything the services write: the shared volumes
 # (/data: the warehouse; /landing) take this ownership when Docker first mounts them, and
 # every service, the Spark daemons and their executors included, runs as this user.

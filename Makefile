@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install test test-fast demo cluster lint format migrate migrations clean
+.PHONY: install test test-fast demo cluster s3a-jars lint format migrate migrations clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "BDRE needs Python 3.11 or newer")'
@@ -52,6 +52,12 @@ demo: migrate
 # CLUSTER_ARGS="--connect" starts a Spark Connect server on it too (docs/operations.md).
 cluster: migrate
 	$(PY) manage.py spark_cluster $(CLUSTER_ARGS)
+
+# Spark's S3A connector (hadoop-aws and the AWS SDK) for s3:// tables and files, into
+# BDRE_SPARK_JARS_DIR (var/jars); every Spark session takes them from there (docs/operations.md,
+# "S3 / object storage"). The Spark tests fetch them too.
+s3a-jars: install
+	$(PY) manage.py s3a_jars
 
 clean:
 	rm -rf $(VENV) var

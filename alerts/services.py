@@ -333,6 +333,17 @@ def run_checks(now: datetime | None = None) -> list[Alert]:
     return sent
 
 
+def purge_expired(now: datetime | None = None) -> int:
+    """Delete the alerts recorded more than ``BDRE_ALERT_RETENTION_DAYS`` ago; the rate
+    limit's gates are kept (they are one row per job and kind, and hold the window)."""
+    days = settings.BDRE_ALERT_RETENTION_DAYS
+    if days <= 0:
+        return 0
+    cutoff = (now or timezone.now()) - timedelta(days=days)
+    deleted, _ = Alert.objects.filter(created_ts__lt=cutoff).delete()
+    return deleted
+
+
 # --- team destinations and what a user sees ------------------------------------------------
 
 

@@ -27,7 +27,9 @@ def send_alert(
 
 @shared_task(name=CHECK_TASK)
 def check_alerts() -> list[int]:
-    return [alert.pk for alert in services.run_checks()]
+    sent = [alert.pk for alert in services.run_checks()]
+    services.purge_expired()
+    return sent
 
 
 def enqueue(kind: str, job_id: int, *, run_id: int | None = None, detail: str = "") -> None:

@@ -36,6 +36,7 @@ from django.utils import timezone
 
 from batches.locations import spark_path
 from batches.models import CatalogState, HiveTable
+from bdre import s3a_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -269,6 +270,32 @@ def ensure_postgres_schema() -> None:
         connection.close()
 
 
+def catalog_conf() -> dict[str, str]:
+    """The sync's session options: the installation's ``SPARK_CONF`` over the S3A
+    connector's (tables on ``BDRE_TABLE_STORE`` are ``s3a://`` folders, :mod:`bdre.s3a_jars`),
+    then the metastore's settings."""
+    chosen = {k: v for k, v in settings.SPARK_CONF.items() if not k.startswith(NOT_FROM_SPARK_CONF)}
+    s3a = s3a_jars.spark_conf(settings.BDRE_SPARK_JARS_DIR, chosen)
+    jars = {"spark.jars": s3a.pop("spark.jars")} if s3a else {}
+    conf = {
+        "spark.app.name": "bdre-catalog-sync",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.memory": "1g",
+        **s3a,
+        **chosen,
+        **jars,
+    }
+    # A JVM that lives seconds: the quick compiler only (about a fifth faster to sync; the
+    # optimising one never pays off in a run this short).
+    sync_only = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
+    for key, value in [*metastore_conf().items(), *sync_only.items()]:
+        if conf.get(key) and key in APPENDED:
+            value = conf[key] + APPENDED[key] + value
+        conf[key] = value
+    return conf
+
+
 def catalog_session() -> SparkSession:
     """A classic SparkSession on the published catalog for the sync: ``local[1]`` (it only
     lists folders and runs DDL), the installation's ``SPARK_CONF`` (object store
@@ -281,22 +308,8 @@ def catalog_session() -> SparkSession:
     # client has no metastore of its own: this process (the sync's) is always classic.
     os.environ.pop("SPARK_REMOTE", None)
     ensure_postgres_schema()
-    conf = {
-        "spark.app.name": "bdre-catalog-sync",
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.driver.memory": "1g",
-        **{k: v for k, v in settings.SPARK_CONF.items() if not k.startswith(NOT_FROM_SPARK_CONF)},
-    }
-    # A JVM that lives seconds: the quick compiler only (about a fifth faster to sync; the
-    # optimising one never pays off in a run this short).
-    sync_only = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
-    for key, value in [*metastore_conf().items(), *sync_only.items()]:
-        if conf.get(key) and key in APPENDED:
-            value = conf[key] + APPENDED[key] + value
-        conf[key] = value
     builder = SparkSession.builder.master("local[1]")
-    for key, value in conf.items():
+    for key, value in catalog_conf().items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

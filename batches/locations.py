@@ -3,7 +3,10 @@
 
 A team may read and write inside its roots, and nowhere else:
 
-- its own folders, ``<BDRE_LANDING>/team-<id>/`` and ``<BDRE_WAREHOUSE>/team-<id>/``;
+- its own folders, ``<BDRE_LANDING>/team-<id>/`` and ``<BDRE_WAREHOUSE>/team-<id>/`` (and
+  ``<BDRE_TABLE_STORE>/team-<id>/`` when the tables are on an object store). Inside those
+  three, a team reaches its own folder only: no root, not even a server's over ``/data`` or
+  over the same bucket, reaches another team's folder or BDRE's own (step logs, metastore);
 - the ``root`` of every :class:`~processes.models.Server` it owns or that is granted to it
   (``granted_teams``). Only installation superusers set a server's root and its grants.
 
@@ -70,6 +73,17 @@ def team_landing(team_id: int) -> Path:
 
 def _team_warehouse(team_id: int) -> Path:
     return settings.BDRE_WAREHOUSE / f"team-{team_id}"
+
+
+def table_store() -> str | None:
+    """``BDRE_TABLE_STORE`` normalised, with a trailing ``/`` (None: the tables are under
+    ``BDRE_WAREHOUSE``): every team's tables are in its ``team-<id>/`` folder there."""
+    if not settings.BDRE_TABLE_STORE:
+        return None
+    try:
+        return normalise(settings.BDRE_TABLE_STORE).rstrip("/") + "/"
+    except LocationRefused:
+        return None  # batches.tables.team_tables says why when a table is written
 
 
 def normalise(location: str) -> str:
@@ -149,6 +163,12 @@ class TeamStorage:
             Root(team_landing(team_id).as_uri() + "/", "the team's landing folder"),
             Root(_team_warehouse(team_id).as_uri() + "/", "the team's warehouse folder"),
         ]
+        # With the tables on an object store, the team's folder there is its own too, and
+        # no granted root (a server over the same bucket) reaches the other teams' tables.
+        self.table_store = table_store()
+        if self.table_store:
+            self.roots.append(Root(f"{self.table_store}team-{team_id}/", "the team's tables"))
+        self.areas = self._bdre_areas()
         self.roots += [r for s in self.servers.values() if s.root and (r := _as_root(s))]
 
     def server(self, ref: str) -> Server:
@@ -180,7 +200,24 @@ class TeamStorage:
                 f"{self._listed(roots)}. An installation superuser grants more roots as "
                 "servers (docs/security.md)."
             )
+        folder = normalised.rstrip("/") + "/"
+        for area, setting in self.areas:
+            own = f"{area}team-{self.team_id}/"
+            if folder.startswith(area) and not folder.startswith(own):
+                raise LocationRefused(
+                    f"{location} is in {setting} outside the team's folder {own}: the other "
+                    "teams' folders there (and BDRE's own) are not a location to name"
+                )
         return normalised
+
+    def _bdre_areas(self) -> list[tuple[str, str]]:
+        """The folders where each team has its own ``team-<id>/``: a location there lies in
+        the team's own, whatever granted root (a server's over ``/data``) also holds it."""
+        areas = [
+            (Path(os.path.realpath(settings.BDRE_LANDING)).as_uri() + "/", "BDRE_LANDING"),
+            (Path(os.path.realpath(settings.BDRE_WAREHOUSE)).as_uri() + "/", "BDRE_WAREHOUSE"),
+        ]
+        return areas + ([(self.table_store, "BDRE_TABLE_STORE")] if self.table_store else [])
 
     def server_for(self, location: str) -> Server | None:
         """The granted server whose root holds ``location`` most closely: whose credentials

@@ -6,7 +6,8 @@
   When a shared table has the name of one of the team's own, the team's own wins: a share
   never changes what a name already meant to the team.
 - A team's steps write only its own tables, in the team's folder under ``BDRE_WAREHOUSE``
-  (``team-<id>/<db>/<table>``). A name the team does not own and that is shared with it is
+  (``team-<id>/<db>/<table>``), or under ``BDRE_TABLE_STORE`` when an object store holds
+  the tables. A name the team does not own and that is shared with it is
   refused (read-only); any other name becomes a table of the team's own.
 
 Used by the Spark kinds (``processes.jobs.spark_io``, ``spark_sql``), lineage
@@ -21,10 +22,11 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import Group, User
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
+from batches.locations import OBJECT_STORE_SCHEMES, LocationRefused, normalise, spark_path
 from batches.models import HiveTable, TableShare
 from bdre.access import AnyUser, Role
 
@@ -49,6 +51,26 @@ def split_name(name: str) -> tuple[str, str]:
 def team_warehouse(team_id: int) -> Path:
     """The folder of a team's tables: each team writes under its own."""
     return settings.BDRE_WAREHOUSE / f"team-{team_id}"
+
+
+def team_tables(team_id: int) -> str:
+    """Where a team's new tables go: its folder under ``BDRE_WAREHOUSE``, or its prefix under
+    ``BDRE_TABLE_STORE`` as Spark names it (``s3a://``: the S3A connector)."""
+    store = settings.BDRE_TABLE_STORE
+    if not store:
+        return str(team_warehouse(team_id))
+    try:
+        root = normalise(store)
+    except LocationRefused as exc:
+        raise ImproperlyConfigured(f"BDRE_TABLE_STORE: {exc}") from None
+    if root.partition("://")[0] not in OBJECT_STORE_SCHEMES.values() and not root.startswith(
+        "hdfs://"
+    ):
+        raise ImproperlyConfigured(
+            f"BDRE_TABLE_STORE={store}: give an object store's prefix (s3://bucket/prefix) or "
+            "hdfs://; a local folder is BDRE_WAREHOUSE's"
+        )
+    return f"{spark_path(root.rstrip('/'))}/team-{team_id}"
 
 
 def own_tables(team_id: int) -> QuerySet[HiveTable]:
@@ -131,7 +153,7 @@ def writable_table(team_id: int, database: str, table: str) -> Destination:
             "write to a name of your own"
         )
     database, table = database.lower(), table.lower()
-    location = str(team_warehouse(team_id) / database / table)
+    location = f"{team_tables(team_id)}/{database}/{table}"
     _refuse_other_teams_folder(team_id, location)
     return Destination(team_id, database, table, location, None)
 
@@ -151,8 +173,12 @@ def _refuse_other_teams_folder(team_id: int, location: str) -> None:
 
 
 def _ancestors(location: str) -> list[str]:
-    path = Path(location)
-    return [str(p) for p in path.parents]
+    scheme, sep, rest = location.partition("://")
+    if not sep:
+        return [str(p) for p in Path(location).parents]
+    # scheme://bucket/a/b: scheme://bucket/a and scheme://bucket (Path would drop a "/").
+    parts = rest.split("/")
+    return [f"{scheme}://{'/'.join(parts[:n])}" for n in range(len(parts) - 1, 0, -1)]
 
 
 def register_written(

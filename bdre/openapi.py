@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import re
 
+from django.db import models
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.plumbing import get_doc
+from drf_spectacular.plumbing import force_instance, get_doc
 
 # The API's resources as the docs group them: a path's first segment after /api/v1/, some
 # merged with the resource they belong to (a run's logs are the runs', the archive is the
@@ -92,6 +93,23 @@ class BdreAutoSchema(AutoSchema):
         doc = get_doc(handler) or get_doc(type(self.view))
         return _first_sentence(doc) or f"{self.method} {singular}"
 
+    def get_operation(self, path, path_regex, path_prefix, method, registry):
+        operation = super().get_operation(path, path_regex, path_prefix, method, registry)
+        if operation is None:
+            return None
+        responses = operation.setdefault("responses", {})
+        # The errors its shape gives, and those the view declared in extend_schema.
+        errors = ErrorRules(self, operation).errors()
+        for status, description in errors.items():
+            responses.setdefault(status, {"description": description})
+        for status, answer in responses.items():
+            if status in BODIES:
+                # Whatever a view gave as body, the answer is one of these shapes.
+                answer["content"] = {"application/json": {"schema": BODIES[status]}}
+                if not answer.get("description"):
+                    answer["description"] = errors.get(status) or DESCRIPTIONS[status]
+        return operation
+
     def _resource_path(self) -> list[str]:
         """The path's words after /api/v1/ naming the resource: not the parameters, not an
         extra action's own words."""
@@ -141,6 +159,13 @@ def _first_sentence(text: str) -> str:
     return sentence
 
 
+# --- The error answers of each operation -------------------------------------------------
+# Each operation lists the errors it can give and no other, so that a client knows which
+# to handle and the fuzzer (tests/bdre/test_openapi.py) fails on an undocumented one. Most
+# follow from the operation's shape (ErrorRules); a view declares the rest where they
+# arise, in its ``extend_schema(responses=...)`` (a lifecycle action's 409s, a body naming a
+# row that is then not found), and its description is kept.
+
 DETAIL = {
     "type": "object",
     "description": "An error with a message: authentication, permission, not found, conflict.",
@@ -153,51 +178,160 @@ FIELD_ERRORS = {
     "messages; nested bodies nest the same way.",
     "additionalProperties": True,
 }
-LIFECYCLE = {"$ref": "#/components/schemas/Error"}
-
-ANSWERS = {
-    "400": ("Invalid input.", {"anyOf": [LIFECYCLE, {"$ref": "#/components/schemas/FieldErrors"}]}),
-    "401": ("Not signed in.", {"$ref": "#/components/schemas/Detail"}),
-    "403": ("The role in the owning team is too low.", {"$ref": "#/components/schemas/Detail"}),
-    "404": (
-        "Not found, or owned by a team the user is not in.",
-        {"anyOf": [LIFECYCLE, {"$ref": "#/components/schemas/Detail"}]},
-    ),
-    "413": ("The body is larger than the server accepts.", {"$ref": "#/components/schemas/Detail"}),
-    "415": (
-        "The body's media type is not one the operation reads, or it could not be read.",
-        {"$ref": "#/components/schemas/Detail"},
-    ),
-    "409": (
-        "The current state forbids it.",
-        {"anyOf": [LIFECYCLE, {"$ref": "#/components/schemas/Detail"}]},
-    ),
-    "429": (
-        "Throttled (BDRE_THROTTLE_*), or locked out after failed log-ins or tokens; the "
-        "Retry-After header says for how many seconds.",
-        {"$ref": "#/components/schemas/Detail"},
-    ),
+# bdre.api.ErrorSerializer's component, for a schema where no view names it.
+LIFECYCLE_ERROR = {
+    "type": "object",
+    "description": "A rule of the lifecycle broken: its BDRE code (bdre/errors.py) and message.",
+    "properties": {"code": {"type": "integer"}, "message": {"type": "string"}},
+    "required": ["code", "message"],
 }
+LIFECYCLE = {"$ref": "#/components/schemas/Error"}
+DETAIL_REF = {"$ref": "#/components/schemas/Detail"}
+
+# The body of each error status: what bdre.api.exception_handler answers.
+BODIES = {
+    "400": {"anyOf": [LIFECYCLE, {"$ref": "#/components/schemas/FieldErrors"}]},
+    "401": DETAIL_REF,
+    "403": DETAIL_REF,
+    "404": {"anyOf": [LIFECYCLE, DETAIL_REF]},
+    "409": {"anyOf": [LIFECYCLE, DETAIL_REF]},
+    "413": DETAIL_REF,
+    "415": DETAIL_REF,
+    "429": DETAIL_REF,
+}
+# For an error a view declares without saying why.
+DESCRIPTIONS = {
+    "400": "Invalid input.",
+    "401": "Not signed in, or the token is unknown or expired.",
+    "403": "The role in the owning team is too low.",
+    "404": "Not found, or of a team the user is not in.",
+    "409": "The current state forbids it.",
+    "413": "The body is larger than the server accepts.",
+    "415": "The body's media type is not one the operation reads.",
+    "429": "Throttled: the Retry-After header says for how many seconds.",
+}
+WRITES = {"POST", "PUT", "PATCH", "DELETE"}
+# Query parameters that never make a 400: a page out of range is a 404, an unknown
+# ordering is ignored.
+LENIENT_QUERY = {"page", "ordering"}
 
 
-def can_answer(status: str, path: str, method: str) -> bool:
-    """Whether the operation can give that error: a read changes nothing, so it meets no
-    conflict; only a body is too large or of a media type not read; the log-in paths take
-    no credentials to refuse. (A documented operation is never a 405: not listed.)"""
-    if status == "401":
-        return not path.startswith("/api/v1/auth/")
-    if status in ("413", "415"):
-        return method in {"post", "put", "patch"}
-    if status == "409":
-        return method != "get"
-    return True
+class ErrorRules:
+    """The errors an operation can give, from its shape, each with why:
+
+    - 401 whenever the view authenticates (a missing, unknown or expired token);
+    - 403 for a write of such a view: the role in the owning team, or a session's CSRF token;
+    - 400 for a body (unreadable or invalid) or a query parameter that is validated;
+    - 413 and 415 for a body: too large, or of a media type not read;
+    - 404 for a path naming a row, or a page past the last of a list;
+    - 409 for a create or change of a row with a unique key beyond its id (a race past the
+      validation is answered 409), or a delete of a row that other rows hold (PROTECT);
+    - 429 always: every view is throttled (BDRE_THROTTLE_*; a locked-out address as well).
+    """
+
+    def __init__(self, schema: BdreAutoSchema, operation: dict) -> None:
+        self.schema = schema
+        self.method = schema.method
+        self.view = schema.view
+        self.body = "requestBody" in operation
+        parameters = operation.get("parameters", [])
+        self.query = [p["name"] for p in parameters if p["in"] == "query"]
+        self.detail = any(p["in"] == "path" for p in parameters)
+
+    def errors(self) -> dict[str, str]:
+        singular, _ = self.schema._names()
+        errors: dict[str, str] = {}
+        authenticated = bool(getattr(self.view, "authentication_classes", ()))
+        if authenticated:
+            errors["401"] = DESCRIPTIONS["401"]
+            if self.method in WRITES:
+                errors["403"] = (
+                    "The role in the owning team is too low (or, signed in by a session, the "
+                    "CSRF token is missing)."
+                )
+        validated = [name for name in self.query if name not in LENIENT_QUERY]
+        if self.body:
+            errors["400"] = "Invalid input: the body names each field at fault."
+            errors["413"] = DESCRIPTIONS["413"]
+            errors["415"] = (
+                "The body's media type is not one the operation reads, or it could not be read."
+            )
+        elif validated:
+            errors["400"] = f"A query parameter's value is invalid ({', '.join(validated)})."
+        if self.detail:
+            errors["404"] = f"No such {singular}, or it is of a team the user is not in."
+        elif "page" in self.query:
+            errors["404"] = "No such page: past the last one, or not a page number."
+        conflict = self._conflict()
+        if conflict:
+            errors["409"] = conflict
+        errors["429"] = (
+            "Throttled (BDRE_THROTTLE_*), or locked out after failed log-ins or tokens; the "
+            "Retry-After header says for how many seconds."
+        )
+        return errors
+
+    def _conflict(self) -> str:
+        action = getattr(self.view, "action", None)
+        if action in {"create", "update", "partial_update"}:
+            # A unique key the client writes: the validation checks it, but two requests
+            # taking the same name at once both pass, and the second is answered 409.
+            serializer = force_instance(self.schema.get_request_serializer())
+            writable = {
+                field.source
+                for field in getattr(serializer, "fields", {}).values()
+                if not field.read_only
+            }
+            model = _model_of(serializer)
+            if model is not None and _unique_keys(model) & writable:
+                return (
+                    "Another request took the same name or key at the same time: read it "
+                    "again and retry."
+                )
+        if action == "destroy":
+            get_class = getattr(self.view, "get_serializer_class", None)
+            model = _model_of(get_class()) if get_class else None
+            if model is not None and _held(model, set()):
+                return "Still in use by other rows: remove those first."
+        return ""
+
+
+def _model_of(serializer) -> type[models.Model] | None:
+    return getattr(getattr(serializer, "Meta", None), "model", None)
+
+
+def _unique_keys(model: type[models.Model]) -> set[str]:
+    """The fields of the model's unique keys, its id aside."""
+    meta = model._meta
+    keys = {field.name for field in meta.concrete_fields if field.unique and not field.primary_key}
+    for together in meta.unique_together:
+        keys.update(together)
+    for constraint in meta.constraints:
+        if isinstance(constraint, models.UniqueConstraint):
+            keys.update(constraint.fields)
+    return keys
+
+
+def _held(model: type[models.Model], seen: set) -> bool:
+    """Whether deleting a row of ``model`` can meet a PROTECT or RESTRICT: on its own
+    relations or on those of the rows its delete cascades to."""
+    seen.add(model)
+    for relation in model._meta.related_objects:
+        on_delete = getattr(relation, "on_delete", None)
+        if on_delete in (models.PROTECT, models.RESTRICT):
+            return True
+        related = relation.related_model
+        if on_delete is models.CASCADE and related not in seen and _held(related, seen):
+            return True
+    return False
 
 
 def add_error_answers(result: dict, generator, request, public) -> dict:
-    """drf-spectacular postprocessing hook."""
+    """drf-spectacular postprocessing hook: the error bodies' components and the groups."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas.setdefault("Detail", DETAIL)
     schemas.setdefault("FieldErrors", FIELD_ERRORS)
+    schemas.setdefault("Error", LIFECYCLE_ERROR)
     used = {
         tag
         for operations in result.get("paths", {}).values()
@@ -208,16 +342,4 @@ def add_error_answers(result: dict, generator, request, public) -> dict:
     result["tags"] = [
         {"name": name, "description": TAG_DESCRIPTIONS.get(name, "")} for name in sorted(used)
     ]
-    for path, operations in result.get("paths", {}).items():
-        for method, operation in operations.items():
-            if method not in {"get", "post", "put", "patch", "delete"}:
-                continue
-            responses = operation.setdefault("responses", {})
-            for status, (text, schema) in ANSWERS.items():
-                if not can_answer(status, path, method):
-                    responses.pop(status, None)
-                    continue
-                answer = responses.setdefault(str(status), {"description": text})
-                # Keep the description a view gave; the body is always one of these shapes.
-                answer["content"] = {"application/json": {"schema": schema}}
     return result

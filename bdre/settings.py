@@ -284,6 +284,10 @@ SPARK_DRIVER_MEMORY = env_str("SPARK_DRIVER_MEMORY", "2g")
 # configuration"); it wins over SPARK_CONF_DIR's spark-defaults.conf and BDRE's own defaults
 # (on a standalone master, spark.cores.max=1 and the worker's own Python on the executors).
 SPARK_CONF = env_spark_conf("SPARK_CONF")
+# The S3A connector's jars (hadoop-aws, the AWS SDK), fetched by `make s3a-jars`: every
+# session BDRE makes (and a Connect server's) takes them when they are here, unless
+# SPARK_CONF brings its own hadoop-aws; empty: never (docs/operations.md, "S3 / object storage").
+BDRE_SPARK_JARS_DIR = env_str("BDRE_SPARK_JARS_DIR", str(VAR_DIR / "jars"))
 # A running instance without a lease (written by hand) expires this long after its last sign
 # of life; runs created by init_job carry their process's lease_seconds.
 BDRE_DEFAULT_LEASE_SECONDS = env_int("BDRE_DEFAULT_LEASE_SECONDS", 3600)
@@ -293,6 +297,10 @@ BDRE_HEARTBEAT_SECONDS = env_float("BDRE_HEARTBEAT_SECONDS", 10.0)
 # The reaper of expired runs, scheduled in Beat.
 BDRE_REAPER_SECONDS = env_int("BDRE_REAPER_SECONDS", 60)
 BDRE_WAREHOUSE = Path(env_str("BDRE_WAREHOUSE", str(VAR_DIR / "warehouse"))).resolve()
+# Where new tables are written: empty for team-<id>/<db>/<table> under BDRE_WAREHOUSE, or an
+# object store's prefix (s3://bucket/prefix) for the same folders there, through Spark's S3A
+# connector (docs/operations.md, "S3 / object storage").
+BDRE_TABLE_STORE = env_str("BDRE_TABLE_STORE", "")
 # Each team owns <BDRE_LANDING>/team-<id>/ for the files it lands; steps and file
 # registrations name locations only inside their team's folders here and under
 # BDRE_WAREHOUSE, or inside the root of a Server granted to the team (docs/security.md).
@@ -358,17 +366,33 @@ BDRE_ALERT_MIN_INTERVAL_SECONDS = env_int("BDRE_ALERT_MIN_INTERVAL_SECONDS", 900
 BDRE_ALERT_WEBHOOK_TIMEOUT = env_float("BDRE_ALERT_WEBHOOK_TIMEOUT", 10.0)
 # How often Beat checks the runs' SLA and the jobs' freshness.
 BDRE_ALERT_CHECK_SECONDS = env_int("BDRE_ALERT_CHECK_SECONDS", 300)
+# Sent alerts older than this are deleted by that check (0 keeps them for ever).
+BDRE_ALERT_RETENTION_DAYS = env_int("BDRE_ALERT_RETENTION_DAYS", 90)
 # Where the UI is served, for the links in alerts (empty: links are paths).
 BDRE_BASE_URL = env_str("BDRE_BASE_URL", "").rstrip("/")
 
 # --- OpenLineage --------------------------------------------------------------------------
-# Run events (START, COMPLETE, FAIL) go to an HTTP endpoint (Marquez:
-# http://marquez:5000/api/v1/lineage) and/or are appended to a file as JSON lines. Neither
-# set: no events.
+# Run events (START, COMPLETE, FAIL, ABORT) are emitted by the openlineage-python client
+# (lineage/openlineage.py) to an HTTP endpoint (Marquez: http://marquez:5000/api/v1/lineage),
+# a file of JSON lines and/or the log. OPENLINEAGE_TRANSPORT names the transports (comma
+# separated); empty, they follow from OPENLINEAGE_URL and OPENLINEAGE_FILE. None of them set:
+# the client's own configuration (OPENLINEAGE_CONFIG, OPENLINEAGE__TRANSPORT__*) if there is
+# one, else no events.
 OPENLINEAGE_URL = env_str("OPENLINEAGE_URL", "")
 OPENLINEAGE_API_KEY = env_str("OPENLINEAGE_API_KEY", "")
 OPENLINEAGE_FILE = env_str("OPENLINEAGE_FILE", "")
 OPENLINEAGE_TIMEOUT = env_float("OPENLINEAGE_TIMEOUT", 5.0)
+# Retries of an event the endpoint did not take (refused, 5xx), with a short backoff.
+OPENLINEAGE_RETRIES = env_int("OPENLINEAGE_RETRIES", 0)
+OPENLINEAGE_TRANSPORT = [kind.lower() for kind in env_list("OPENLINEAGE_TRANSPORT", [])]
+if set(OPENLINEAGE_TRANSPORT) - {"http", "file", "console"}:
+    raise ImproperlyConfigured(
+        f"OPENLINEAGE_TRANSPORT must name http, file and/or console, got {OPENLINEAGE_TRANSPORT}"
+    )
+if "http" in OPENLINEAGE_TRANSPORT and not OPENLINEAGE_URL:
+    raise ImproperlyConfigured("OPENLINEAGE_TRANSPORT http needs OPENLINEAGE_URL")
+if "file" in OPENLINEAGE_TRANSPORT and not OPENLINEAGE_FILE:
+    raise ImproperlyConfigured("OPENLINEAGE_TRANSPORT file needs OPENLINEAGE_FILE")
 OPENLINEAGE_NAMESPACE = env_str("OPENLINEAGE_NAMESPACE", "bdre")  # of jobs
 OPENLINEAGE_TABLE_NAMESPACE = env_str("OPENLINEAGE_TABLE_NAMESPACE", "bdre-warehouse")
 

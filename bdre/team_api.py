@@ -6,6 +6,7 @@ from typing import Any
 
 from django.contrib.auth.models import Group
 from django.db.models import Count
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -81,6 +82,11 @@ class TeamViewSet(
         instance.delete()
 
 
+@extend_schema_view(
+    destroy=extend_schema(
+        responses={204: None, 400: OpenApiResponse(description="A team keeps at least one admin.")}
+    )
+)
 class MembershipViewSet(ScopedViewSet):
     """Who holds which role in the user's teams. Members see them; admins change them, and
     a team keeps at least one admin."""

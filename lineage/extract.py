@@ -503,6 +503,10 @@ def known_schema(tables: QuerySet[HiveTable], nodes: QuerySet[LineageNode]) -> K
     for table_node, column in (
         nodes.filter(container_node__in=nodes.filter(container_node__isnull=True))
         .exclude(display_name="*")  # left by queries read before lineage stopped guessing
+        # a folder or a database table a step read or wrote (lineage.steps), not a table a
+        # query can name: file:///landing/x, jdbc:derby:memory:db#T
+        .exclude(container_node__qualified_name__contains="/")
+        .exclude(container_node__qualified_name__contains=":")
         .order_by("container_node_id", "node_order", "id")
         .values_list("container_node__qualified_name", "display_name")
     ):

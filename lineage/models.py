@@ -25,6 +25,11 @@ class QueryKind(models.IntegerChoices):
     HIVE = 1
     PIG = 2
     SPARK_SQL = 3
+    # The column mappings of the step kinds that run no SQL (lineage.steps)
+    SPARK_LOAD = 4
+    SPARK_CLEANSE = 5
+    SPARK_SHRED = 6
+    SPARK_EXPORT = 7
 
 
 class LineageNodeType(MasterTable):

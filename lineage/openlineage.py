@@ -1,11 +1,14 @@
-"""OpenLineage run events: every job run and step run says START, then COMPLETE or FAIL,
-with the datasets it read and wrote and, for SQL steps, the column lineage of its output,
-so that Marquez or any OpenLineage consumer can follow BDRE's pipelines.
+"""OpenLineage run events: every job run and step run says START, then COMPLETE, FAIL or
+ABORT, with the datasets it read and wrote and the column lineage of its outputs, so that
+Marquez or any OpenLineage consumer can follow BDRE's pipelines.
 
-Events go to a file (JSON lines) and/or an HTTP endpoint (``OPENLINEAGE_FILE``,
-``OPENLINEAGE_URL``). They are built and sent after the lifecycle's transaction commits, so
-they describe committed state and a rolled-back call sends nothing; a consumer that is down
-is logged, never a reason for a run to fail.
+Events are built from the ``openlineage-python`` client's classes and emitted by its
+``OpenLineageClient``, through the transports the settings name (``OPENLINEAGE_TRANSPORT``:
+``http`` to ``OPENLINEAGE_URL``, ``file`` to ``OPENLINEAGE_FILE``, ``console`` to the log)
+or, when BDRE's settings name none, through the client's own configuration
+(``OPENLINEAGE_CONFIG``, ``OPENLINEAGE__TRANSPORT__*``). They are built and sent after the
+lifecycle's transaction commits, so they describe committed state and a rolled-back call sends
+nothing; a consumer that is down is logged, never a reason for a run to fail.
 
 A job is an OpenLineage job named after it, in its team's namespace
 (``<OPENLINEAGE_NAMESPACE>.team-<team id>``: names are per team, so two teams' ``orders`` are
@@ -20,43 +23,63 @@ import fcntl
 import functools
 import json
 import logging
+import os
 import urllib.parse
-import urllib.request
 import uuid
-from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import transaction
+from openlineage.client import OpenLineageClient
+from openlineage.client.constants import __version__ as CLIENT_VERSION
+from openlineage.client.event_v2 import (
+    Dataset,
+    InputDataset,
+    Job,
+    OutputDataset,
+    Run,
+    RunEvent,
+    RunState,
+)
+from openlineage.client.facet_v2 import (
+    BaseFacet,
+    JobFacet,
+    RunFacet,
+    column_lineage_dataset,
+    error_message_run,
+    job_type_job,
+    output_statistics_output_dataset,
+    parent_run,
+    processing_engine_run,
+    schema_dataset,
+    sql_job,
+)
+from openlineage.client.serde import Serde
+from openlineage.client.transport import Transport, get_default_factory
+from openlineage.client.transport.file import FileTransport
 
 from batches import tables
 from batches.models import ArchiveConsumpQueue, BatchConsumpQueue, File, ScanState
 from lineage.extract import edge_functions, struct_columns
 from lineage.models import LineageNode, LineageRelation
+from lineage.steps import folder_of, jdbc_base
 from processes.models import ExecState, InstanceExec, Process
 
 log = logging.getLogger(__name__)
 
 PRODUCER = "https://github.com/bdre/bdre"
-SPEC = "https://openlineage.io/spec"
-RUN_EVENT_SCHEMA = f"{SPEC}/2-0-2/OpenLineage.json#/$defs/RunEvent"
-FACET_SCHEMAS = {
-    "parent": f"{SPEC}/facets/1-2-0/ParentRunFacet.json#/$defs/ParentRunFacet",
-    "errorMessage": f"{SPEC}/facets/1-0-1/ErrorMessageRunFacet.json#/$defs/ErrorMessageRunFacet",
-    "processing_engine": (
-        f"{SPEC}/facets/1-1-1/ProcessingEngineRunFacet.json#/$defs/ProcessingEngineRunFacet"
-    ),
-    "jobType": f"{SPEC}/facets/2-0-4/JobTypeJobFacet.json#/$defs/JobTypeJobFacet",
-    "sql": f"{SPEC}/facets/1-1-0/SQLJobFacet.json#/$defs/SQLJobFacet",
-    "schema": f"{SPEC}/facets/1-2-0/SchemaDatasetFacet.json#/$defs/SchemaDatasetFacet",
-    "columnLineage": (
-        f"{SPEC}/facets/1-2-0/ColumnLineageDatasetFacet.json#/$defs/ColumnLineageDatasetFacet"
-    ),
-    "outputStatistics": (
-        f"{SPEC}/facets/1-0-2/OutputStatisticsOutputDatasetFacet.json"
-        "#/$defs/OutputStatisticsOutputDatasetFacet"
-    ),
+# The schemas of the facets BDRE writes, as the client declares them.
+_FACETS: dict[str, type[BaseFacet]] = {
+    "parent": parent_run.ParentRunFacet,
+    "errorMessage": error_message_run.ErrorMessageRunFacet,
+    "processing_engine": processing_engine_run.ProcessingEngineRunFacet,
+    "jobType": job_type_job.JobTypeJobFacet,
+    "sql": sql_job.SQLJobFacet,
+    "schema": schema_dataset.SchemaDatasetFacet,
+    "columnLineage": column_lineage_dataset.ColumnLineageDatasetFacet,
+    "outputStatistics": output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet,
 }
+FACET_SCHEMAS = {name: facet._get_schema() for name, facet in _FACETS.items()}
 AGGREGATES = {"SUM", "COUNT", "AVG", "MIN", "MAX", "COLLECT_LIST", "COLLECT_SET", "FIRST", "LAST"}
 EVENT_OF_STATE = {
     ExecState.SUCCESS: "COMPLETE",
@@ -65,8 +88,105 @@ EVENT_OF_STATE = {
 }
 
 
+# --- where events go --------------------------------------------------------------------------
+
+
+def transports() -> list[str]:
+    """The transports BDRE's settings name: ``OPENLINEAGE_TRANSPORT``, or else those that
+    ``OPENLINEAGE_URL`` and ``OPENLINEAGE_FILE`` imply."""
+    if settings.OPENLINEAGE_TRANSPORT:
+        return list(settings.OPENLINEAGE_TRANSPORT)
+    implied = (("http", settings.OPENLINEAGE_URL), ("file", settings.OPENLINEAGE_FILE))
+    return [kind for kind, destination in implied if destination]
+
+
+def client_configured() -> bool:
+    """Whether the environment configures the client itself, by its own variables: a YAML
+    file (``OPENLINEAGE_CONFIG``) or ``OPENLINEAGE__TRANSPORT__*`` (Kafka, Datadog, ...)."""
+    return bool(os.environ.get("OPENLINEAGE_CONFIG")) or any(
+        name.startswith("OPENLINEAGE__TRANSPORT__") for name in os.environ
+    )
+
+
 def enabled() -> bool:
-    return bool(settings.OPENLINEAGE_URL or settings.OPENLINEAGE_FILE)
+    if os.environ.get("OPENLINEAGE_DISABLED", "").strip().lower() == "true":  # the client's
+        return False
+    return bool(transports()) or client_configured()
+
+
+def transport_config(kind: str) -> dict[str, Any]:
+    """The client's configuration of one of BDRE's transports."""
+    if kind == "http":
+        retries = settings.OPENLINEAGE_RETRIES
+        config: dict[str, Any] = {
+            "type": "http",
+            # BDRE's URL is the whole endpoint (``.../api/v1/lineage``), not a base URL
+            "url": settings.OPENLINEAGE_URL,
+            "endpoint": "",
+            "timeout": settings.OPENLINEAGE_TIMEOUT,
+            "retry": {"total": retries, "connect": retries, "read": retries},
+        }
+        if settings.OPENLINEAGE_API_KEY:
+            config["auth"] = {"type": "api_key", "apiKey": settings.OPENLINEAGE_API_KEY}
+        return config
+    if kind == "file":
+        return {
+            "type": f"{__name__}.{LockedFileTransport.__name__}",
+            "log_file_path": settings.OPENLINEAGE_FILE,
+            "append": True,
+        }
+    if kind == "console":
+        return {"type": "console"}
+    raise ValueError(f"unknown OpenLineage transport {kind!r}")
+
+
+class LockedFileTransport(FileTransport):
+    """The client's file transport in append mode, writing each event as one line under an
+    exclusive lock: workers in several processes append to one file, and an event with its
+    column lineage can be long enough that an unlocked append (on NFS, say) interleaves."""
+
+    def emit(self, event: Any) -> None:
+        if not self.config.append:
+            super().emit(event)
+            return
+        line = Serde.to_json(event) + "\n"
+        with open(self.config.log_file_path, "a", encoding="utf-8") as out:
+            fcntl.flock(out, fcntl.LOCK_EX)
+            out.write(line)
+
+
+class _Client(OpenLineageClient):
+    def _alias_env_vars(self) -> None:
+        """The client would copy ``OPENLINEAGE_URL`` into ``OPENLINEAGE__TRANSPORT__*``
+        variables of the process (and its Spark children): BDRE's ``OPENLINEAGE_URL`` is a
+        whole endpoint, handed to the client as a transport of its own."""
+
+
+@functools.lru_cache(maxsize=4)
+def _client(key: str) -> OpenLineageClient:
+    """One client (and HTTP session) per configuration, kept for the process's events."""
+    configs = json.loads(key)
+    if isinstance(configs, dict):  # the client configures itself from its file and variables
+        return _Client()
+    factory = get_default_factory()
+    if len(configs) == 1:
+        transport: Transport = factory.create(configs[0])
+    else:  # every transport gets every event, whichever fails
+        composite = {"type": "composite", "transports": configs, "continue_on_failure": True}
+        transport = factory.create(composite)
+    return _Client(transport=transport)
+
+
+def client() -> OpenLineageClient:
+    configs = [transport_config(kind) for kind in transports()]
+    if configs:
+        return _client(json.dumps(configs, sort_keys=True))
+    # the client's own configuration: a new client when its variables change
+    variables = sorted((k, v) for k, v in os.environ.items() if k.startswith("OPENLINEAGE"))
+    return _client(json.dumps({"environment": variables}))
+
+
+# --- sending ----------------------------------------------------------------------------------
 
 
 def announce(run_id: int, event_type: str, error: str = "") -> None:
@@ -79,39 +199,20 @@ def announce_end(run_id: int, state: ExecState, error: str = "") -> None:
     announce(run_id, EVENT_OF_STATE.get(state, "FAIL"), error)
 
 
-def send(run_id: int, event_type: str, error: str = "") -> dict[str, Any] | None:
-    """Build and deliver one event. Never raises: lineage must not fail a run."""
+def send(run_id: int, event_type: str, error: str = "") -> RunEvent | None:
+    """Build and emit one event. Never raises: lineage must not fail a run."""
     try:
-        event = run_event(run_id, event_type, error)
+        event = build_event(run_id, event_type, error)
     except Exception:
         log.exception("OpenLineage: cannot build the %s event of run %s", event_type, run_id)
         return None
-    deliver(event)
-    return event
-
-
-def deliver(event: dict[str, Any]) -> None:
-    body = json.dumps(event, separators=(",", ":"), sort_keys=True)
-    if settings.OPENLINEAGE_FILE:
-        try:
-            with open(settings.OPENLINEAGE_FILE, "a", encoding="utf-8") as out:
-                # workers append concurrently: one whole line each
-                fcntl.flock(out, fcntl.LOCK_EX)
-                out.write(body + "\n")
-        except OSError as exc:
-            log.warning("OpenLineage: cannot write %s: %s", settings.OPENLINEAGE_FILE, exc)
-    if settings.OPENLINEAGE_URL:
-        headers = {"Content-Type": "application/json"}
-        if settings.OPENLINEAGE_API_KEY:
-            headers["Authorization"] = f"Bearer {settings.OPENLINEAGE_API_KEY}"
-        request = urllib.request.Request(
-            settings.OPENLINEAGE_URL, data=body.encode(), headers=headers, method="POST"
+    try:
+        client().emit(event)
+    except Exception as exc:  # refused, timed out, a 4xx/5xx, an unwritable file
+        log.warning(
+            "OpenLineage: the %s event of run %s was not delivered: %s", event_type, run_id, exc
         )
-        try:
-            with urllib.request.urlopen(request, timeout=settings.OPENLINEAGE_TIMEOUT) as answer:
-                answer.read()
-        except Exception as exc:  # refused, timed out, a 4xx/5xx: logged and dropped
-            log.warning("OpenLineage: %s refused the event: %s", settings.OPENLINEAGE_URL, exc)
+    return event
 
 
 # --- the event --------------------------------------------------------------------------------
@@ -131,61 +232,68 @@ def job_namespace(process: Process) -> str:
     return f"{settings.OPENLINEAGE_NAMESPACE}.team-{process.bus_domain.team_id}"
 
 
-def _facet(facet: str, **fields: Any) -> dict[str, Any]:
-    return {"_producer": PRODUCER, "_schemaURL": FACET_SCHEMAS[facet], **fields}
-
-
 def run_event(run_id: int, event_type: str, error: str = "") -> dict[str, Any]:
+    """The event as the JSON object the transports send."""
+    return Serde.to_dict(build_event(run_id, event_type, error))
+
+
+def build_event(run_id: int, event_type: str, error: str = "") -> RunEvent:
     run = InstanceExec.objects.select_related(
         "process__parent", "process__process_type", "process__bus_domain"
     ).get(pk=run_id)
     process = run.process
     namespace = job_namespace(process)
     when = run.start_ts if event_type == "START" or run.end_ts is None else run.end_ts
-    run_facets: dict[str, Any] = {
-        "processing_engine": _facet(
-            "processing_engine", version=_version(), name="BDRE", openlineageAdapterVersion="1"
+    run_facets: dict[str, RunFacet] = {
+        "processing_engine": processing_engine_run.ProcessingEngineRunFacet(
+            version=_version(),
+            name="BDRE",
+            openlineageAdapterVersion=CLIENT_VERSION,
+            producer=PRODUCER,
         )
     }
     if run.parent_id:
         job = process.parent
         assert job is not None  # a run with a parent run is a step's, and a step has its job
-        parent = {
-            "run": {"runId": run_uuid(run.parent_id)},
-            "job": {"namespace": namespace, "name": job.name},
-        }
-        run_facets["parent"] = _facet("parent", **parent, root=parent)
+        parent_uuid = run_uuid(run.parent_id)
+        run_facets["parent"] = parent_run.ParentRunFacet(
+            run=parent_run.Run(runId=parent_uuid, facets=None),
+            job=parent_run.Job(namespace=namespace, name=job.name, facets=None),
+            root=parent_run.Root(
+                run=parent_run.RootRun(runId=parent_uuid, facets=None),
+                job=parent_run.RootJob(namespace=namespace, name=job.name, facets=None),
+            ),
+            producer=PRODUCER,
+        )
     if event_type in ("FAIL", "ABORT"):
-        message = error or run.error or "failed"
-        run_facets["errorMessage"] = _facet(
-            "errorMessage", message=message, programmingLanguage="python"
+        run_facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(
+            message=error or run.error or "failed", programmingLanguage="python", producer=PRODUCER
         )
     kind = process.process_type.job_kind
-    job_facets: dict[str, Any] = {
-        "jobType": _facet(
-            "jobType",
+    job_facets: dict[str, JobFacet] = {
+        "jobType": job_type_job.JobTypeJobFacet(
             processingType="BATCH",
             integration="BDRE",
             jobType="TASK" if run.parent_id else "JOB",
+            producer=PRODUCER,
         )
     }
-    inputs: list[dict[str, Any]] = []
-    outputs: list[dict[str, Any]] = []
+    inputs: list[InputDataset] = []
+    outputs: list[OutputDataset] = []
     if run.parent_id:
         query = process.property_value("sql", "query") if kind == "spark.sql" else None
         if query:
-            job_facets["sql"] = _facet("sql", query=query, dialect="spark")
+            job_facets["sql"] = sql_job.SQLJobFacet(query=query, dialect="spark", producer=PRODUCER)
         inputs, outputs = _datasets(run, kind, with_statistics=event_type == "COMPLETE")
-    return {
-        "eventType": event_type,
-        "eventTime": when.isoformat(),
-        "producer": PRODUCER,
-        "schemaURL": RUN_EVENT_SCHEMA,
-        "run": {"runId": run_uuid(run.pk), "facets": run_facets},
-        "job": {"namespace": namespace, "name": job_name(process), "facets": job_facets},
-        "inputs": inputs,
-        "outputs": outputs,
-    }
+    return RunEvent(
+        eventType=RunState(event_type),
+        eventTime=when.isoformat(),
+        producer=PRODUCER,
+        run=Run(runId=run_uuid(run.pk), facets=run_facets),
+        job=Job(namespace=namespace, name=job_name(process), facets=job_facets),
+        inputs=inputs,
+        outputs=outputs,
+    )
 
 
 @functools.cache
@@ -200,23 +308,47 @@ def _version() -> str:
 
 # --- datasets ---------------------------------------------------------------------------------
 
+D = TypeVar("D", bound=Dataset)
 
-def _location_dataset(uri: str) -> dict[str, Any]:
+
+def _is_location(name: str) -> bool:
+    return "://" in name or name.startswith(("/", "file:", "jdbc:"))
+
+
+def _jdbc(url: str, table: str) -> tuple[str, str]:
+    """A database table outside the warehouse, as the lineage of an export names it."""
+    return jdbc_base(url), table
+
+
+def _location(uri: str) -> tuple[str, str]:
     """A file or folder by the OpenLineage naming rules: ``s3://bucket`` + key, or
-    ``file`` + absolute path."""
+    ``file`` + absolute path; a database table as ``jdbc:...#table`` names it."""
+    if uri.startswith("jdbc:"):
+        url, _, table = uri.partition("#")
+        return _jdbc(url, table)
     if uri.startswith("file:"):  # file:///x, file:/x (as Spark writes it), file://host/x
-        return {"namespace": "file", "name": urllib.parse.urlparse(uri).path.rstrip("/") or "/"}
+        return "file", urllib.parse.urlparse(uri).path.rstrip("/") or "/"
     if "://" in uri:
         scheme, _, rest = uri.partition("://")
         bucket, _, key = rest.partition("/")
-        return {"namespace": f"{scheme}://{bucket}", "name": "/" + key.rstrip("/")}
-    return {"namespace": "file", "name": uri.rstrip("/") or "/"}
+        return f"{scheme}://{bucket}", "/" + key.rstrip("/")
+    return "file", uri.rstrip("/") or "/"
+
+
+def _location_dataset(uri: str, cls: type[D]) -> D:
+    namespace, name = _location(uri)
+    return cls(namespace, name)
 
 
 def table_namespace(team_id: int) -> str:
     """The namespace of a team's tables: two teams may each have ``sales.orders``, and a
     consumer (Marquez) must not merge them into one dataset."""
     return f"{settings.OPENLINEAGE_TABLE_NAMESPACE}.team-{team_id}"
+
+
+def _qualified(name: str) -> str:
+    database, _, table = name.rpartition(".")
+    return f"{database or 'default'}.{table}"
 
 
 def _owner_of(name: str, team_id: int) -> tuple[int, Any]:
@@ -229,25 +361,36 @@ def _owner_of(name: str, team_id: int) -> tuple[int, Any]:
     return registered.team_id, registered
 
 
-def _table_dataset(name: str, team_id: int) -> dict[str, Any]:
+def _dataset_id(name: str, team_id: int) -> tuple[str, str]:
+    """The namespace and name of a table or location as the step's team means it."""
+    if _is_location(name):
+        return _location(name)
+    owner, _ = _owner_of(_qualified(name), team_id)
+    return table_namespace(owner), _qualified(name)
+
+
+def _key(namespace: str, name: str) -> tuple[str, str]:
+    return namespace, name.lower()
+
+
+def _table_dataset(name: str, team_id: int, cls: type[D]) -> D:
     """``name`` as the step's team means it (``batches.tables``): another team's table of the
     same name never lends its schema."""
-    database, _, table = name.rpartition(".")
-    database = database or "default"
-    owner, registered = _owner_of(f"{database}.{table}", team_id)
-    dataset: dict[str, Any] = {
-        "namespace": table_namespace(owner),
-        "name": f"{database}.{table}",
-        "facets": {},
-    }
+    name = _qualified(name)
+    owner, registered = _owner_of(name, team_id)
+    dataset = cls(table_namespace(owner), name)
     if registered is not None:
         columns = struct_columns(registered.ddl)
         if columns and registered.batch_id_partition_col:
             columns.setdefault(registered.batch_id_partition_col, "bigint")  # the partitions
         if columns:
-            dataset["facets"]["schema"] = _facet(
-                "schema", fields=[{"name": c, "type": t} for c, t in columns.items()]
-            )
+            fields = [
+                schema_dataset.SchemaDatasetFacetFields(name=c, type=t, fields=None)
+                for c, t in columns.items()
+            ]
+            dataset.facets = {
+                "schema": schema_dataset.SchemaDatasetFacet(fields=fields, producer=PRODUCER)
+            }
     return dataset
 
 
@@ -261,16 +404,26 @@ def _claimed_folders(run: InstanceExec) -> list[str]:
             ).values_list("source_batch_id", flat=True)
         )
     paths = File.objects.filter(batch_id__in=batches).values_list("path", flat=True)
-    return sorted({str(PurePosixPath(p).parent) for p in paths})
+    return sorted({folder_of(p) for p in paths})
 
 
-def _column_lineage(run: InstanceExec, target: str) -> dict[str, Any] | None:
-    relations = LineageRelation.objects.filter(
-        query__instance_exec=run,
-        target_node__container_node__qualified_name=target,
-    ).select_related("src_node__container_node", "target_node")
-    fields: dict[str, dict[str, Any]] = {}
-    for relation in relations.order_by("target_node__node_order", "id"):
+def _column_lineage(
+    run: InstanceExec, team_id: int
+) -> dict[str, column_lineage_dataset.ColumnLineageDatasetFacet]:
+    """The column lineage the run recorded (``LineageRelation`` rows between columns, whatever
+    the step's kind), by the table or location (its lineage node's name) the columns are of."""
+    relations = (
+        LineageRelation.objects.filter(
+            query__instance_exec=run,
+            target_node__container_node__isnull=False,
+            src_node__container_node__isnull=False,
+        )
+        .select_related("src_node__container_node", "target_node__container_node")
+        .order_by("target_node__node_order", "id")
+    )
+    ids = functools.cache(lambda name: _dataset_id(name, team_id))  # one look-up per table
+    written: dict[str, dict[str, list[column_lineage_dataset.InputField]]] = {}
+    for relation in relations:
         functions = edge_functions(relation.dot_string)
         if not functions:
             subtype = "IDENTITY"
@@ -278,24 +431,32 @@ def _column_lineage(run: InstanceExec, target: str) -> dict[str, Any] | None:
             subtype = "AGGREGATION"
         else:
             subtype = "TRANSFORMATION"
-        transformation = {"type": "DIRECT", "subtype": subtype}
-        if functions:
-            transformation["description"] = ", ".join(functions)
-        source = relation.src_node
-        table = source.container_node
-        assert table is not None  # a column relation's source is a column of a table
-        owner, _ = _owner_of(table.qualified_name, run.process.bus_domain.team_id)
-        fields.setdefault(relation.target_node.display_name, {"inputFields": []})[
-            "inputFields"
-        ].append(
-            {
-                "namespace": table_namespace(owner),
-                "name": table.qualified_name,
-                "field": source.display_name,
-                "transformations": [transformation],
-            }
+        transformation = column_lineage_dataset.Transformation(
+            type="DIRECT", subtype=subtype, description=", ".join(functions) or None
         )
-    return _facet("columnLineage", fields=fields) if fields else None
+        source, target = relation.src_node, relation.target_node
+        assert source.container_node is not None and target.container_node is not None
+        namespace, name = ids(source.container_node.qualified_name)
+        columns = written.setdefault(target.container_node.qualified_name, {})
+        columns.setdefault(target.display_name, []).append(
+            column_lineage_dataset.InputField(
+                namespace=namespace,
+                name=name,
+                field=source.display_name,
+                transformations=[transformation],
+            )
+        )
+    return {
+        dataset: column_lineage_dataset.ColumnLineageDatasetFacet(
+            fields={
+                column: column_lineage_dataset.Fields(inputFields=fields)
+                for column, fields in columns.items()
+            },
+            dataset=None,
+            producer=PRODUCER,
+        )
+        for dataset, columns in written.items()
+    }
 
 
 def _sql_sources(run: InstanceExec) -> list[str]:
@@ -309,40 +470,57 @@ def _sql_sources(run: InstanceExec) -> list[str]:
 
 def _datasets(
     run: InstanceExec, kind: str, *, with_statistics: bool
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[InputDataset], list[OutputDataset]]:
     step = run.process
     team = step.bus_domain.team_id
-    inputs: list[dict[str, Any]] = []
-    outputs: list[dict[str, Any]] = [_table_dataset(name, team) for name in run.outputs]
+    inputs: list[InputDataset] = []
+    outputs = [_table_dataset(name, team, OutputDataset) for name in run.outputs]
     if kind in ("spark.shred", "spark.load"):
-        inputs = [_location_dataset(folder) for folder in _claimed_folders(run)]
+        inputs = [_location_dataset(folder, InputDataset) for folder in _claimed_folders(run)]
     elif kind in ("spark.cleanse", "spark.export"):
         group = "cleanse" if kind == "spark.cleanse" else "export"
         source = step.property_value(group, "source_table")
-        inputs = [_table_dataset(source, team)] if source else []
+        inputs = [_table_dataset(source, team, InputDataset)] if source else []
         if kind == "spark.export":
             location = step.property_value("export", "location")
             jdbc = step.property_value("export", "jdbc_url")
             if location:
-                outputs.append(_location_dataset(location))
+                outputs.append(_location_dataset(location, OutputDataset))
             elif jdbc:
                 table = step.property_value("export", "jdbc_table") or ""
-                outputs.append({"namespace": jdbc.split("?")[0], "name": table})
+                outputs.append(OutputDataset(*_jdbc(jdbc, table)))
     elif kind == "spark.sql":
-        inputs = [_table_dataset(name, team) for name in _sql_sources(run)]
+        inputs = [_table_dataset(name, team, InputDataset) for name in _sql_sources(run)]
         output = step.property_value("sql", "output_table") or f"default.{step.name}"
         if not run.outputs:  # the START event: the output is known before it is written
-            outputs = [_table_dataset(output, team)]
-        for dataset in outputs:
-            lineage = _column_lineage(run, dataset["name"])
-            if lineage:
-                dataset["facets"]["columnLineage"] = lineage
+            outputs = [_table_dataset(output, team, OutputDataset)]
     elif kind == "ingest.scan":
         state = ScanState.objects.filter(process=step).values_list("location", flat=True).first()
         location = state or step.property_value("scan", "location")
-        inputs = [_location_dataset(location)] if location else []
+        inputs = [_location_dataset(location, InputDataset)] if location else []
+    # an output and the lineage of its columns meet by namespace and name (lineage keeps
+    # tables in lower case)
+    written = {
+        _key(*_dataset_id(node, team)): (node, facet)
+        for node, facet in _column_lineage(run, team).items()
+    }
+    for dataset in outputs:
+        found = written.pop(_key(dataset.namespace, dataset.name), None)
+        if found is not None:
+            dataset.facets = {**(dataset.facets or {}), "columnLineage": found[1]}
+    for node, facet in written.values():  # written, by its lineage, though not listed
+        if _is_location(node):
+            extra = _location_dataset(node, OutputDataset)
+        else:
+            extra = _table_dataset(node, team, OutputDataset)
+        extra.facets = {**(extra.facets or {}), "columnLineage": facet}
+        outputs.append(extra)
     rows = run.counters.get("rows_out") if isinstance(run.counters, dict) else None
     if with_statistics and isinstance(rows, int) and outputs:
         # the step's own count is of its main output, the first table it wrote
-        outputs[0]["outputFacets"] = {"outputStatistics": _facet("outputStatistics", rowCount=rows)}
+        outputs[0].outputFacets = {
+            "outputStatistics": output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
+                rowCount=rows, producer=PRODUCER
+            )
+        }
     return inputs, outputs

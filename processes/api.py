@@ -75,10 +75,10 @@ from processes.serializers import (
     TermInput,
 )
 
+# 404 is a row's path only (bdre/openapi.py adds it): a body's unknown ids are 400s.
 REGISTRY_ERRORS = {
     400: OpenApiResponse(description="invalid input: the body names each field at fault"),
     403: OpenApiResponse(description="the user's role in the owning team is too low"),
-    404: OpenApiResponse(description="not found, or owned by a team the user is not in"),
     409: OpenApiResponse(description="the current state forbids it (a running job)"),
 }
 
@@ -88,6 +88,9 @@ ERRORS = {
     404: OpenApiResponse(ErrorSerializer, description="unknown process (102, 103)"),
     409: OpenApiResponse(ErrorSerializer, description="state conflict (104-112, 115)"),
 }
+NO_TIMED_SCHEDULE = OpenApiResponse(
+    description="not a job, or the job has no timed schedule to pause or resume"
+)
 
 
 def _body(serializer_class, request: Request) -> dict:
@@ -116,7 +119,8 @@ class ApplicationViewSet(ScopedViewSet):
     update=extend_schema(responses={200: ProcessSerializer, **REGISTRY_ERRORS}),
     partial_update=extend_schema(responses={200: ProcessSerializer, **REGISTRY_ERRORS}),
     destroy=extend_schema(
-        responses={204: None, **REGISTRY_ERRORS},
+        # No body: no 400. 409 while it runs or other jobs consume it.
+        responses={204: None, **{s: REGISTRY_ERRORS[s] for s in (403, 409)}},
         description="Mark a job and its steps deleted (runs, batches and lineage stay), or "
         "one step, whose predecessors are linked to its successors. Needs the admin role.",
     ),
@@ -182,7 +186,7 @@ class ProcessViewSet(ProcessReplayActions, ScopedViewSet):
         return self._register(request)
 
     @extend_schema(
-        responses={200: PipelineSerializer, **ERRORS},
+        responses={200: PipelineSerializer, 404: ERRORS[404]},
         description="The job as a portable document (names, not ids) for import.",
     )
     @action(detail=True, methods=["get"])
@@ -204,7 +208,7 @@ class ProcessViewSet(ProcessReplayActions, ScopedViewSet):
 
     @extend_schema(
         parameters=[FilesBetweenInput],
-        responses={200: FileSerializer(many=True), **ERRORS},
+        responses={200: FileSerializer(many=True), 400: ERRORS[400], 404: ERRORS[404]},
         description="BDRE's GetFiles: the files of the step's batches from min to max batch id.",
     )
     # All the files between two batches, as BDRE's GetFiles: not in pages, and the process
@@ -321,7 +325,9 @@ class ProcessViewSet(ProcessReplayActions, ScopedViewSet):
         return Response({"terminated_run": orchestrator.terminate(job, reason)})
 
     @extend_schema(
-        methods=["GET"], responses={200: ScheduleSerializer, **ERRORS}, description="The schedule."
+        methods=["GET"],
+        responses={200: ScheduleSerializer, 404: ERRORS[404]},
+        description="The schedule.",
     )
     @extend_schema(
         methods=["PUT"],
@@ -339,12 +345,12 @@ class ProcessViewSet(ProcessReplayActions, ScopedViewSet):
         shown = schedules.set_schedule(job, schedules.Schedule(**body))
         return Response(ScheduleSerializer(shown).data)
 
-    @extend_schema(request=None, responses={200: ScheduleSerializer, **ERRORS})
+    @extend_schema(request=None, responses={200: ScheduleSerializer, 400: NO_TIMED_SCHEDULE})
     @action(detail=True, methods=["post"])
     def pause(self, request: Request, pk: str) -> Response:
         return Response(ScheduleSerializer(schedules.pause(self._job(request, pk))).data)
 
-    @extend_schema(request=None, responses={200: ScheduleSerializer, **ERRORS})
+    @extend_schema(request=None, responses={200: ScheduleSerializer, 400: NO_TIMED_SCHEDULE})
     @action(detail=True, methods=["post"])
     def resume(self, request: Request, pk: str) -> Response:
         return Response(ScheduleSerializer(schedules.resume(self._job(request, pk))).data)
@@ -404,7 +410,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(
         parameters=[StepLogQuery],
-        responses={200: RunLogSerializer, 400: REGISTRY_ERRORS[400], 404: REGISTRY_ERRORS[404]},
+        responses={200: RunLogSerializer},
         description="The step log of a step run, or of each step run of a job run (the lines "
         "matching q, case-insensitive; the last tail lines).",
     )
@@ -420,8 +426,6 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
         parameters=[StepLogQuery],
         responses={
             (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="the log file"),
-            400: REGISTRY_ERRORS[400],
-            404: REGISTRY_ERRORS[404],
         },
         description="The same step logs as one text file to download.",
     )
@@ -448,7 +452,10 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
             self.request.accepted_media_type = "application/json"
         return super().handle_exception(exc)
 
-    @extend_schema(request=None, responses={200: HeartbeatResultSerializer, **ERRORS})
+    @extend_schema(
+        request=None,
+        responses={200: HeartbeatResultSerializer, **{s: ERRORS[s] for s in (403, 404, 409)}},
+    )
     @action(detail=True, methods=["post"])
     def heartbeat(self, request: Request, pk: str) -> Response:
         acting_on(

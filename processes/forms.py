@@ -5,6 +5,7 @@ are put back on the fields at fault (:func:`place_errors`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, cast
 
 from django import forms
@@ -21,21 +22,39 @@ from processes.models import (
     ProcessType,
 )
 
-PROPERTIES_HELP = "One per line: group.key = value"
+PROPERTIES_HELP = "One per line: group.key = value (an indented line goes on with the value)"
 
 
 def parse_properties(text: str) -> dict[str, dict[str, str]]:
-    """``group.key = value`` lines into ``{group: {key: value}}``; blank lines are skipped."""
+    """``group.key = value`` lines into ``{group: {key: value}}``; blank lines are skipped,
+    and an indented line continues the value above it (a SQL statement over lines)."""
     found: dict[str, dict[str, str]] = {}
+    last: tuple[str, str] | None = None
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
+            continue
+        if last is not None and line[:1] in (" ", "\t"):
+            group, key = last
+            found[group][key] += "\n" + line.strip()
             continue
         name, sep, value = line.partition("=")
         group, dot, key = name.strip().partition(".")
         if not sep or not dot or not group or not key.strip():
             raise ValidationError(f"Line {number}: write group.key = value")
+        last = (group, key.strip())
         found.setdefault(group, {})[key.strip()] = value.strip()
     return found
+
+
+def format_properties(properties: registry.Properties) -> str:
+    """The text :func:`parse_properties` reads back: a value's further lines indented."""
+    lines = []
+    for group, values in sorted(properties.items()):
+        for key, value in sorted(values.items()):
+            first, *rest = str(value).splitlines() or [""]
+            lines.append(f"{group}.{key} = {first}")
+            lines += [f"  {more}" for more in rest]
+    return "\n".join(lines)
 
 
 def developer_applications(user: AnyUser) -> QuerySet[BusDomain]:
@@ -196,6 +215,100 @@ StepFormSet = cast(
 )
 
 
+class JobEditForm(forms.Form):
+    """The fields of a registered job that its page edits (``registry.edit_job``)."""
+
+    name = forms.CharField()
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    max_retries = forms.IntegerField()
+    lease_seconds = forms.IntegerField()
+    properties = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 4}), help_text=PROPERTIES_HELP
+    )
+
+    def clean_properties(self) -> dict:
+        return parse_properties(self.cleaned_data.get("properties", ""))
+
+
+class StepEditForm(forms.Form):
+    """A step of the job being edited, known by its id (a hidden field, checked to be one of
+    the job's steps); its name is shown, not changed (the errors name the step by it)."""
+
+    step = forms.TypedChoiceField(coerce=int, widget=forms.HiddenInput)
+    name = forms.CharField(disabled=True, required=False)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    properties = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 5}), help_text=PROPERTIES_HELP
+    )
+    remove = forms.BooleanField(required=False, label="remove this step")
+
+    def __init__(self, *args: Any, steps: list[Process], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        step_field = self.fields["step"]
+        assert isinstance(step_field, forms.TypedChoiceField)  # declared above
+        step_field.choices = [(s.pk, s.name) for s in steps]
+        # tall enough for the statement it holds (a SQL query over many lines)
+        text = str(self["properties"].value() or "")
+        self.fields["properties"].widget.attrs["rows"] = min(max(text.count("\n") + 2, 3), 24)
+
+    def clean_properties(self) -> dict:
+        return parse_properties(self.cleaned_data.get("properties", ""))
+
+    def edit(self) -> registry.StepEdit:
+        data = self.cleaned_data
+        return registry.StepEdit(
+            step_id=data["step"],
+            description=data.get("description") or "",
+            properties=data.get("properties") or {},
+            remove=bool(data.get("remove")),
+        )
+
+
+class NewStepForm(forms.Form):
+    name = forms.CharField()
+    kind = StepKindField(
+        queryset=ProcessType.objects.filter(parent_process_type__isnull=False).order_by("pk"),
+        label="kind",
+    )
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    after = forms.CharField(
+        required=False,
+        label="after the steps",
+        help_text="names, comma separated; blank: after the last step",
+    )
+    properties = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text=PROPERTIES_HELP
+    )
+
+    def clean_properties(self) -> dict:
+        return parse_properties(self.cleaned_data.get("properties", ""))
+
+    def new_step(self) -> registry.NewStep:
+        data = self.cleaned_data
+        return registry.NewStep(
+            name=data["name"],
+            process_type_id=data["kind"].pk,
+            description=data.get("description") or "",
+            properties=data.get("properties") or {},
+            after=[n.strip() for n in (data.get("after") or "").split(",") if n.strip()],
+        )
+
+
+class BaseNewStepFormSet(forms.BaseFormSet):
+    """Steps to add to a job; the rows left empty are ignored."""
+
+    def filled(self) -> list[NewStepForm]:
+        return [f for f in self.forms if f.has_changed() and f.is_valid()]
+
+
+StepEditFormSet = formset_factory(StepEditForm, extra=0)
+# One empty row to add a step; "add another step" posts the page back with one more.
+NewStepFormSet = cast(
+    "type[BaseNewStepFormSet]",
+    formset_factory(NewStepForm, formset=BaseNewStepFormSet, extra=1),
+)
+
+
 STEP_FIELDS = {
     "process_type": "kind",
     "batch_cut_pattern": "batch_cut_pattern",
@@ -203,11 +316,12 @@ STEP_FIELDS = {
     "next_processes": "after",
     "properties": "properties",
     "name": "name",
+    "description": "description",
 }
 JOB_FIELDS = {"name": "name", "process_type": "job_type", "max_retries": "max_retries"}
 
 
-def place_errors(error: ValidationError, job_form: forms.Form, steps: list[StepForm]) -> None:
+def place_errors(error: ValidationError, job_form: forms.Form, steps: Sequence[forms.Form]) -> None:
     """Put the registry's errors on the fields at fault: a message ``"<step>: ..."`` on that
     step's field, the others on the job form (or, unknown, at its top)."""
     by_name = {f.cleaned_data.get("name"): f for f in steps if hasattr(f, "cleaned_data")}
@@ -215,8 +329,9 @@ def place_errors(error: ValidationError, job_form: forms.Form, steps: list[StepF
     for key, messages in details.items():
         for message in messages:
             step_name, sep, rest = message.partition(": ")
-            if sep and step_name in by_name and key in STEP_FIELDS:
-                by_name[step_name].add_error(STEP_FIELDS[key], rest)
+            field = STEP_FIELDS.get(key)
+            if sep and step_name in by_name and field in by_name[step_name].fields:
+                by_name[step_name].add_error(field, rest)
             elif JOB_FIELDS.get(key, key) in job_form.fields:
                 job_form.add_error(JOB_FIELDS.get(key, key), message)
             else:

@@ -18,6 +18,7 @@ urlpatterns = [
     path("jobs/new/", views.job_new, name="ui-job-new"),
     path("jobs/from-template/", views.job_from_template, name="ui-job-from-template"),
     re_path(rf"^jobs/{ID}/schedule/$", views.schedule_edit, name="ui-job-schedule"),
+    re_path(rf"^jobs/{ID}/edit/$", views.job_edit, name="ui-job-edit"),
     re_path(rf"^jobs/{ID}/backfill/$", replay_views.backfill, name="ui-job-backfill"),
     re_path(rf"^steps/{ID}/rewind/$", replay_views.rewind, name="ui-step-rewind"),
     re_path(rf"^batches/{ID}/reprocess/$", replay_views.reprocess_batch, name="ui-batch-reprocess"),

@@ -1,7 +1,7 @@
 """Pages of jobs and runs: the dashboard, a job (workflow, properties, schedule, runs,
-queue; run now, terminate, pause and resume), a run (steps, counters, logs; refreshed while
-it runs). Each view parses, calls one service and renders; every list goes through
-``scope``; actions check the role and are refused (403) when forced."""
+queue; run now, terminate, pause and resume; its edit page), a run (steps, counters, logs;
+refreshed while it runs). Each view parses, calls one service and renders; every list goes
+through ``scope``; actions check the role and are refused (403) when forced."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Model
-from django.forms import BaseForm
-from django.http import Http404, HttpRequest, HttpResponse
+from django.forms import BaseForm, BaseFormSet
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
@@ -21,7 +21,7 @@ from django.views.decorators.http import require_POST
 from batches.models import BatchConsumpQueue
 from bdre import charts
 from bdre.access import Role, can, scope
-from bdre.errors import BdreError
+from bdre.errors import BdreError, Conflict
 from lineage import graphs
 from processes import dashboard as selectors
 from processes import (
@@ -271,9 +271,16 @@ def _step_formset(request: HttpRequest) -> forms.BaseStepFormSet:
         return forms.StepFormSet(prefix="step", form_kwargs={"user": request.user})
     data = request.POST.copy()
     if "add_step" in data:
-        # no script: one more empty row, the rest of the input kept as typed
-        data["step-TOTAL_FORMS"] = str(int(data.get("step-TOTAL_FORMS", "1")) + 1)
+        _one_more_row(data, "step")
     return forms.StepFormSet(data, prefix="step", form_kwargs={"user": request.user})
+
+
+def _one_more_row(data: QueryDict, prefix: str) -> None:
+    """No script: one more empty row, the rest of the input kept as typed (a count that is
+    no number is left for the formset to refuse)."""
+    total = data.get(f"{prefix}-TOTAL_FORMS", "1")
+    if total.isascii() and total.isdigit() and len(total) < 4:
+        data[f"{prefix}-TOTAL_FORMS"] = str(int(total) + 1)
 
 
 @login_required
@@ -385,6 +392,93 @@ def template_delete(request: HttpRequest, pk: int) -> HttpResponse:
     registry.delete_template(template.pk)
     messages.success(request, f"Template {template.name} is deleted.")
     return redirect("ui-templates")
+
+
+def _edit_forms(
+    request: HttpRequest, job: Process, steps: list[Process]
+) -> tuple[forms.JobEditForm, BaseFormSet[forms.StepEditForm], forms.BaseNewStepFormSet]:
+    """The job's fields, its steps' and new steps', as they are or as posted."""
+    props: defaultdict[int, dict[str, dict[str, str]]] = defaultdict(dict)
+    for prop in Property.objects.filter(process__in=[job, *steps]):
+        props[prop.process_id].setdefault(prop.config_group, {})[prop.key] = prop.value
+    job_initial = {
+        "name": job.name,
+        "description": job.description,
+        "max_retries": job.max_retries,
+        "lease_seconds": job.lease_seconds,
+        "properties": forms.format_properties(props[job.pk]),
+    }
+    step_initial = [
+        {
+            "step": s.pk,
+            "name": s.name,
+            "kind": s.process_type.job_kind,
+            "description": s.description,
+            "properties": forms.format_properties(props[s.pk]),
+        }
+        for s in steps
+    ]
+    data = request.POST.copy() if request.method == "POST" else None
+    if data is not None and "add_step" in data:
+        _one_more_row(data, "new")
+    return (
+        forms.JobEditForm(data, initial=job_initial),
+        forms.StepEditFormSet(
+            data, initial=step_initial, prefix="step", form_kwargs={"steps": steps}
+        ),
+        forms.NewStepFormSet(data, prefix="new"),
+    )
+
+
+@login_required
+def job_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    """The job, its properties and its steps edited at once (``registry.edit_job``): what
+    the services refuse is said on the field at fault, and nothing is saved."""
+    job = _job(request, pk, Role.DEVELOPER)
+    steps = list(job.steps.filter(deleted=False).select_related("process_type").order_by("id"))
+    job_form, step_forms, new_steps = _edit_forms(request, job, steps)
+    if (
+        request.method == "POST"
+        and "add_step" not in request.POST
+        and job_form.is_valid()
+        and step_forms.is_valid()
+        and new_steps.is_valid()
+    ):
+        data = job_form.cleaned_data
+        added = new_steps.filled()
+        try:
+            registry.edit_job(
+                job.pk,
+                registry.JobEdit(
+                    name=data["name"],
+                    description=data["description"],
+                    max_retries=data["max_retries"],
+                    lease_seconds=data["lease_seconds"],
+                    properties=data["properties"],
+                    steps=[f.edit() for f in step_forms],
+                    new_steps=[f.new_step() for f in added],
+                ),
+            )
+        except ValidationError as exc:
+            forms.place_errors(exc, job_form, [*step_forms, *added])
+        except Conflict as exc:  # removing a step of a running job
+            job_form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"{data['name']} is saved.")
+            return redirect("ui-job", pk=job.pk)
+    return render(
+        request,
+        "processes/job_edit.html",
+        {
+            "job": job,
+            "form": job_form,
+            "steps": step_forms,
+            "new_steps": new_steps,
+            "running": InstanceExec.objects.filter(
+                process=job, exec_state_id=ExecState.RUNNING
+            ).first(),
+        },
+    )
 
 
 @login_required

@@ -1,8 +1,12 @@
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
 import sys
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group
@@ -187,6 +191,11 @@ def spark(tmp_path_factory):
         .config("spark.ui.showConsoleProgress", "false")
         .config(map=RUNTIME_CONF)
         .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-warehouse")))
+        # One JVM runs every Spark test of the suite: what it keeps of past queries (the SQL
+        # status store, plans) grew past 300 MB beside a shred's 400 MB of execution pages,
+        # and at Spark's default of 1g (the workers have SPARK_DRIVER_MEMORY, 2g) the session
+        # spent minutes in full collections, then died of OutOfMemoryError (CI, PostgreSQL).
+        .config("spark.driver.memory", "3g")
         # The sandbox's settings, as the workers have them: some are static, so the steps'
         # get_spark() cannot add them to this session afterwards.
         .config(map=SANDBOX_CONF)
@@ -202,10 +211,67 @@ def spark(tmp_path_factory):
                 "spark.executor.memory": "1g",
             }
         )
+    # The S3A connector as the workers have it (tests/processes/jobs/test_s3a.py): fetched
+    # into BDRE_SPARK_JARS_DIR once (make s3a-jars), then on every session's classpath.
+    builder = builder.config(map=s3a_test_conf())
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+# Why the suite's session has no S3A connector, if it has none (the s3a tests skip with it).
+S3A_MISSING: list[str] = []
+
+
+def s3a_test_conf() -> dict[str, str]:
+    from django.conf import settings
+
+    from bdre import s3a_jars
+    from processes.jobs.spark_session import s3a_conf
+
+    if not settings.BDRE_SPARK_JARS_DIR:
+        S3A_MISSING.append("BDRE_SPARK_JARS_DIR is empty")
+        return {}
+    try:
+        s3a_jars.fetch(Path(settings.BDRE_SPARK_JARS_DIR))
+    except s3a_jars.S3AJarsError as exc:
+        S3A_MISSING.append(str(exc))
+        return {}
+    return s3a_conf({})
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """A real S3 endpoint, ``moto_server`` on 127.0.0.1, for the session."""
+    port = free_port()
+    binary = Path(sys.executable).with_name("moto_server")
+    proc = subprocess.Popen(
+        [str(binary), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    else:
+        proc.kill()
+        raise RuntimeError("moto_server did not start")
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(10)
 
 
 @pytest.fixture(scope="session")

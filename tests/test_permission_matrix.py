@@ -1289,6 +1289,29 @@ PAGE_TABLE = [
         body=lambda w: {"every_seconds": 5, "timezone": "UTC"},
         probe=_schedule("job", "every_seconds"),
     ),
+    _page("ui-job-edit", "GET", lambda w: f"/jobs/{w.job.pk}/edit/", Need.DEVELOPER),
+    _page(
+        "ui-job-edit",
+        "POST",
+        lambda w: f"/jobs/{w.job.pk}/edit/",
+        Need.DEVELOPER,
+        body=lambda w: {
+            "name": "alpha_orders",
+            "description": "edited on its page",
+            "max_retries": 3,
+            "lease_seconds": 3600,
+            "step-TOTAL_FORMS": 1,
+            "step-INITIAL_FORMS": 1,
+            "step-0-step": w.step.pk,
+            "step-0-properties": "group.alpha_key = edited",
+            "new-TOTAL_FORMS": 0,
+            "new-INITIAL_FORMS": 0,
+        },
+        probe=lambda w: (
+            Process.objects.get(pk=w.job.pk).description,
+            Property.objects.get(pk=w.property.pk).value,
+        ),
+    ),
     # The plan pages: without the request's values, a form (nothing starts).
     *(
         _page(route, method, path, Need.DEVELOPER, ok=200)

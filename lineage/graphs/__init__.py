@@ -9,8 +9,8 @@ Builders, each from querysets the caller has already scoped to the user
 - ``provenance``: a batch's files and the batches made from it (and the walk of the queue
   behind it).
 
-Drawings: ``svg`` (with the layered layout of ``layout``) and ``dot`` (Graphviz), coloured
-alike by ``colours``."""
+Drawings: ``svg`` (with the layered layout of ``layout``, text measured by ``text`` and edge
+labels placed by ``labels``) and ``dot`` (Graphviz), coloured alike by ``colours``."""
 
 from lineage.graphs.column_lineage import Impact, column_graph, impact, table_graph
 from lineage.graphs.dot import to_dot

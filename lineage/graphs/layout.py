@@ -1,7 +1,8 @@
 """A layered left-to-right layout (Sugiyama): break cycles, put each node one layer right of
 its furthest predecessor, route long edges through dummy points, order each layer to remove
 crossings (barycentre sweeps, then swaps of neighbours, keeping the best order seen), then
-place nodes close to their neighbours without overlaps. Pure: ids and sizes in, points out."""
+place nodes close to their neighbours without overlaps. The gap after a layer widens to
+hold the widest label of the edges leaving it. Pure: ids and sizes in, points out."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ Node = Hashable
 Links = Mapping[Node, list[Node]]
 
 LAYER_GAP = 70  # horizontal space between the widest nodes of two layers
+MAX_LAYER_GAP = 260  # however wide a label: a longer one is cut or goes to the tooltip
+LABEL_SIDE = 24  # room for the edge on either side of a label, so that it can be seen
 NODE_GAP = 18  # vertical space between two nodes of a layer
 MARGIN = 16
 SWEEPS = 12
@@ -111,14 +114,26 @@ def _layers(nodes: list[Node], edges: list[tuple[Node, Node]]) -> dict[Node, int
 
 
 def _crossings_between(upper: list[Node], lower_pos: dict[Node, int], links: Links) -> int:
+    """Crossings of the edges between two neighbouring layers: the inversions of the lower
+    ends once the edges are sorted by their upper end (then lower end: edges of one node
+    never cross), counted with a Fenwick tree so that hundreds of edges stay quick."""
     pairs = sorted(
         (i, lower_pos[b]) for i, a in enumerate(upper) for b in links.get(a, ()) if b in lower_pos
     )
+    size = len(lower_pos) + 1
+    tree = [0] * (size + 1)
     count = 0
-    for k, (i, j) in enumerate(pairs):
-        for i2, j2 in pairs[k + 1 :]:
-            if i2 > i and j2 < j:
-                count += 1
+    for seen, (_, j) in enumerate(pairs):
+        # the edges seen so far whose lower end is at or above j do not cross this one
+        k, not_below = j + 1, 0
+        while k > 0:
+            not_below += tree[k]
+            k -= k & -k
+        count += seen - not_below
+        k = j + 1
+        while k <= size:
+            tree[k] += 1
+            k += k & -k
     return count
 
 
@@ -152,33 +167,37 @@ def _barycentre_sweep(
         layers[li].sort(key=key)
 
 
+def _pair_crossings(
+    upper: Node, lower: Node, neighbours: list[tuple[Links, dict[Node, int]]]
+) -> int:
+    """Crossings between the edges of two neighbours of a layer, ``upper`` above ``lower``,
+    with both neighbouring layers."""
+    count = 0
+    for links, pos in neighbours:
+        mine = [pos[m] for m in links.get(upper, ()) if m in pos]
+        theirs = [pos[m] for m in links.get(lower, ()) if m in pos]
+        count += sum(1 for a in mine for b in theirs if b < a)
+    return count
+
+
 def _transpose(layers: list[list[Node]], links_down: Links, links_up: Links) -> None:
-    """Swap neighbours of a layer while that removes crossings."""
+    """Swap neighbours of a layer while that removes crossings (only the crossings
+    between the two swapped nodes' edges change)."""
     improved = True
     rounds = 0
     while improved and rounds < 8:
         improved, rounds = False, rounds + 1
         for li, layer in enumerate(layers):
+            neighbours = []
+            if li > 0:
+                neighbours.append((links_up, {n: i for i, n in enumerate(layers[li - 1])}))
+            if li + 1 < len(layers):
+                neighbours.append((links_down, {n: i for i, n in enumerate(layers[li + 1])}))
             for i in range(len(layer) - 1):
-                before = _local_crossings(layers, li, links_down)
-                layer[i], layer[i + 1] = layer[i + 1], layer[i]
-                if _local_crossings(layers, li, links_down) < before:
+                a, b = layer[i], layer[i + 1]
+                if _pair_crossings(b, a, neighbours) < _pair_crossings(a, b, neighbours):
+                    layer[i], layer[i + 1] = b, a
                     improved = True
-                else:
-                    layer[i], layer[i + 1] = layer[i + 1], layer[i]
-
-
-def _local_crossings(layers: list[list[Node]], li: int, links_down: Links) -> int:
-    total = 0
-    if li > 0:
-        total += _crossings_between(
-            layers[li - 1], {n: i for i, n in enumerate(layers[li])}, links_down
-        )
-    if li + 1 < len(layers):
-        total += _crossings_between(
-            layers[li], {n: i for i, n in enumerate(layers[li + 1])}, links_down
-        )
-    return total
 
 
 def _order(layers: list[list[Node]], links_down: Links, links_up: Links) -> list[list[Node]]:
@@ -237,6 +256,12 @@ def _place_vertically(
             pull(layers[li], links_up)
         for li in range(len(layers) - 2, -1, -1):
             pull(layers[li], links_down)
+    # then towards the neighbours on both sides, so that a node with many leaves on one
+    # side and one parent on the other sits between them rather than by its parent
+    both = {n: [*links_up.get(n, ()), *links_down.get(n, ())] for layer in layers for n in layer}
+    for _ in range(2):
+        for li in range(len(layers)):
+            pull(layers[li], both)
     lowest = min(top.values(), default=0.0)
     return {n: y - lowest for n, y in top.items()}
 
@@ -245,8 +270,10 @@ def layout(
     nodes: Iterable[Node],
     edges: Sequence[tuple[Node, Node]],
     sizes: Mapping[Node, tuple[float, float]],
+    label_widths: Mapping[int, float] | None = None,
 ) -> Layout:
-    """Positions of ``nodes`` (of the given width and height) and routes of ``edges``."""
+    """Positions of ``nodes`` (of the given width and height) and routes of ``edges``;
+    ``label_widths`` (edge index -> width) widen the gap after the layer an edge leaves."""
     order = list(dict.fromkeys(nodes))
     backwards = _acyclic(order, edges)
     forward = [(b, a) if i in backwards else (a, b) for i, (a, b) in enumerate(edges)]
@@ -284,10 +311,15 @@ def layout(
     heights = {n: (sizes[n][1] if not isinstance(n, _Dummy) else 2.0) for n in all_layer}
     widths = {n: (sizes[n][0] if not isinstance(n, _Dummy) else 0.0) for n in all_layer}
     tops = _place_vertically(layers, heights, links_down, links_up)
+    gaps = [float(LAYER_GAP)] * count
+    for i, width in (label_widths or {}).items():
+        if i in chains:
+            li = all_layer[chains[i][0]]
+            gaps[li] = max(gaps[li], min(MAX_LAYER_GAP, width + 2 * LABEL_SIDE))
     lefts, x = [], float(MARGIN)
-    for layer in layers:
+    for li, layer in enumerate(layers):
         lefts.append(x)
-        x += max((widths[n] for n in layer), default=0.0) + LAYER_GAP
+        x += max((widths[n] for n in layer), default=0.0) + gaps[li]
     placed: dict[Node, Placed] = {}
     dummy_at: dict[Node, tuple[float, float]] = {}
     for li, layer in enumerate(layers):
@@ -312,7 +344,7 @@ def layout(
         if a == b:  # a self-loop: a small arc above the node
             p = placed[a]
             routes[i] = [(p.right - 10, p.y), (p.right + 12, p.y - 14), (p.right, p.y + 8)]
-    width = x - LAYER_GAP + MARGIN if layers else 2 * MARGIN
+    width = x - gaps[-1] + MARGIN if layers else 2 * MARGIN
     height = max((p.y + p.height for p in placed.values()), default=0.0) + MARGIN
     height = max(height, max((pt[1] for pt in dummy_at.values()), default=0.0) + MARGIN)
     return Layout(placed, routes, layers, max(width, 2 * MARGIN), height, backwards)

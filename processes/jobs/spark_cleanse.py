@@ -5,6 +5,9 @@ table with every reason they failed. Properties (group ``cleanse``): ``source_ta
 
     [{"name": "id", "type": "int", "required": true},
      {"name": "email", "type": "string", "pattern": "^[^@]+@[^@]+$"}]
+
+The column mapping, source to clean and invalid tables, is recorded as the run's lineage
+(``lineage.steps``).
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from lineage.steps import StepLineage, Write, table_name
 from processes.jobs import Counters, JobContext, register
-from processes.jobs.spark_io import input_batches, read_table, start, write_batch
+from processes.jobs.spark_io import input_batches, read_table, record_lineage, start, write_batch
 from processes.jobs.spark_session import get_spark
 
 TYPES = {
@@ -80,6 +84,38 @@ def validate(df: DataFrame, rules: list[Rule]) -> tuple[DataFrame, DataFrame]:
     return valid, with_reason.filter(F.col("reason") != "")
 
 
+def lineage(
+    source: str,
+    frame: DataFrame,
+    rules: list[Rule],
+    clean: tuple[str, DataFrame],
+    invalid: tuple[str, DataFrame],
+) -> StepLineage:
+    """Every source column into the clean table (a ruled one through its rule, and cast when
+    its type changes) and, as it came, into the invalid table, whose ``reason`` comes from
+    the ruled columns."""
+    types = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
+    ruled = {rule.name: rule for rule in rules if rule.name in types}
+    valid = Write(table_name(clean[0]), clean[1].columns)
+    rejected = Write(table_name(invalid[0]), invalid[1].columns)
+    origin = table_name(source)
+    for column in types:
+        rule = ruled.get(column)
+        if rule is None:
+            valid.feed(origin, column, column)
+            continue
+        cast = ("cast",) if TYPES[rule.type] != types[column] else ()
+        valid.feed(origin, column, column, "cleanse rule", *cast)
+    rejected.same(origin, types)
+    for column in ruled:
+        rejected.feed(origin, column, "reason", "cleanse rule")
+    return StepLineage(
+        f"spark.cleanse: {origin} into {valid.target} (valid rows) and {rejected.target} "
+        f"(invalid rows, with the reason); rules: {', '.join(ruled) or 'none'}",
+        [valid, rejected],
+    )
+
+
 @register("spark.cleanse")
 def spark_cleanse(context: JobContext) -> Counters:
     props = context.properties("cleanse")
@@ -91,13 +127,22 @@ def spark_cleanse(context: JobContext) -> Counters:
     )
     valid, invalid = validate(source, rules)
     valid, invalid = valid.cache(), invalid.cache()
-    clean_db, _, clean = props.get("clean_table", f"default.{context.step.name}_clean").rpartition(
-        "."
-    )
-    bad_db, _, bad = props.get("invalid_table", f"default.{context.step.name}_invalid").rpartition(
-        "."
-    )
+    clean_table = props.get("clean_table", f"default.{context.step.name}_clean")
+    invalid_table = props.get("invalid_table", f"default.{context.step.name}_invalid")
+    clean_db, _, clean = clean_table.rpartition(".")
+    bad_db, _, bad = invalid_table.rpartition(".")
     write_batch(valid, context, clean_db or "default", clean)
     write_batch(invalid, context, bad_db or "default", bad, comments="rows that failed cleansing")
+    record_lineage(
+        context,
+        "spark.cleanse",
+        describe=lambda: lineage(
+            props["source_table"],
+            source,
+            rules,
+            (clean_table, valid),
+            (invalid_table, invalid),
+        ),
+    )
     rows_out, bad_rows = valid.count(), invalid.count()
     return {"rows_in": rows_out + bad_rows, "rows_out": rows_out, "bad_rows": bad_rows}

@@ -3,7 +3,7 @@ writing per-batch partitions and registering tables. Transforms live beside each
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from pyspark.sql import DataFrame, SparkSession
@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from batches import tables
 from batches.models import HiveTable
+from lineage.steps import StepLineage, folder_of, record_step
 from processes.jobs import JobContext
 from processes.jobs.spark_session import (
     STEP_GROUP,
@@ -52,6 +53,16 @@ def step_session(context: JobContext) -> Iterator[SparkSession]:
         # cache with the old rows, and the session would grow with every step.
         if not is_stopped(spark):
             spark.catalog.clearCache()
+
+
+def input_folders(context: JobContext) -> list[str]:
+    """The folders of the files the step claimed: what its lineage names as its input."""
+    return sorted({folder_of(f.path) for f in context.files})
+
+
+def record_lineage(context: JobContext, kind: str, describe: Callable[[], StepLineage]) -> None:
+    """The step run's column lineage (:func:`lineage.steps.record_step`), never its failure."""
+    record_step(kind, process_id=context.step.pk, run_id=context.step_run_id, describe=describe)
 
 
 class PartitionWrittenTwice(RuntimeError):

@@ -2,7 +2,8 @@
 batch id. Properties (group ``load``): ``format`` (csv, tsv, json, parquet, text), ``table``
 (``db.table``), ``schema`` (a DDL string such as ``id INT, name STRING``; inferred if
 absent), ``header`` (``true`` for csv/tsv). With a schema, csv, tsv and json rows that do not
-fit it go to ``<table>_bad`` with the reason and the source file."""
+fit it go to ``<table>_bad`` with the reason and the source file. The column mapping, from
+the files' folder to the tables, is recorded as the run's lineage (``lineage.steps``)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from batches.locations import spark_path
+from lineage.steps import StepLineage, Write, table_name
 from processes.jobs import Counters, JobContext, register
-from processes.jobs.spark_io import start, write_batch
+from processes.jobs.spark_io import input_folders, record_lineage, start, write_batch
 from processes.jobs.spark_session import get_spark
 
 FORMATS = ("csv", "tsv", "json", "parquet", "text")
@@ -58,6 +60,37 @@ def split_corrupt(df: DataFrame, fmt: str) -> tuple[DataFrame, DataFrame]:
     return good, bad
 
 
+def lineage(
+    folders: list[str],
+    raw: DataFrame,
+    fmt: str,
+    table: str,
+    good: DataFrame,
+    bad: DataFrame | None,
+    *,
+    declared: bool,
+) -> StepLineage:
+    """The files' columns into the table's (cast from text to a declared type), their raw
+    line into the bad rows' ``line``; ``source_file`` is the file's name, from no column."""
+    types = {f.name: f.dataType.simpleString() for f in raw.schema.fields}
+    columns = [c for c in types if c not in (CORRUPT, "source_file")]
+    parsed = declared and fmt in ("csv", "tsv", "json")
+    loaded = Write(table_name(table), good.columns)
+    writes = [loaded]
+    for folder in folders:
+        for column in columns:
+            cast = ("cast",) if parsed and types[column] != "string" else ()
+            loaded.feed(folder, column, column, *cast)
+    if bad is not None:
+        rejected = Write(table_name(f"{table}_bad"), bad.columns)
+        for folder in folders:
+            for column in columns:
+                rejected.feed(folder, column, "line", "unparsed")
+        writes.append(rejected)
+    targets = ", ".join(w.target for w in writes)
+    return StepLineage(f"spark.load: {fmt} files of {', '.join(folders)} into {targets}", writes)
+
+
 @register("spark.load")
 def spark_load(context: JobContext) -> Counters:
     props = context.properties("load")
@@ -68,11 +101,12 @@ def spark_load(context: JobContext) -> Counters:
         return {"files": 0, "rows_in": 0, "rows_out": 0, "bad_rows": 0}
     spark = get_spark()
     start(context, spark)
+    schema = props.get("schema", "")
     raw = read_raw(
         spark,
         [spark_path(f.path) for f in context.files],
         fmt,
-        schema=props.get("schema", ""),
+        schema=schema,
         header=props.get("header", "true").lower() == "true",
     )
     good, bad = split_corrupt(raw, fmt)
@@ -83,6 +117,14 @@ def spark_load(context: JobContext) -> Counters:
         write_batch(
             bad, context, database or "default", f"{name}_bad", comments="rows that failed to load"
         )
+    folders = input_folders(context)
+    record_lineage(
+        context,
+        "spark.load",
+        describe=lambda: lineage(
+            folders, raw, fmt, table, good, bad if bad_rows else None, declared=bool(schema)
+        ),
+    )
     return {
         "files": len(context.files),
         "rows_in": rows_out + bad_rows,

@@ -155,11 +155,12 @@ def _checked(conf: dict[str, str]) -> dict[str, str]:
 
 
 def session_conf(master: str) -> dict[str, str]:
-    """Everything a classic session is built with, lowest first: BDRE's defaults, then
-    ``spark-defaults.conf`` (``SPARK_CONF_DIR``), then ``SPARK_CONF``, then the sandbox's
-    settings, which neither may change. On a standalone master an application takes one
-    core unless told otherwise: Spark's default is every core of the cluster, so the first
-    Spark-queue process would hold them all and the next one's step would wait forever."""
+    """Everything a classic session is built with, lowest first: BDRE's defaults (the S3A
+    connector's among them, :func:`s3a_conf`), then ``spark-defaults.conf``
+    (``SPARK_CONF_DIR``), then ``SPARK_CONF``, then the sandbox's settings, which neither
+    may change. On a standalone master an application takes one core unless told
+    otherwise: Spark's default is every core of the cluster, so the first Spark-queue
+    process would hold them all and the next one's step would wait forever."""
     defaults = {
         "spark.app.name": "bdre",
         "spark.sql.warehouse.dir": str(settings.BDRE_WAREHOUSE / "spark-warehouse"),
@@ -179,12 +180,21 @@ def session_conf(master: str) -> dict[str, str]:
         events.mkdir(parents=True, exist_ok=True)
         defaults["spark.eventLog.enabled"] = "true"
         defaults["spark.eventLog.dir"] = events.as_uri()
-    return {
-        **defaults,
-        **_checked(spark_defaults()),
-        **_checked(settings.SPARK_CONF),
-        **SANDBOX_CONF,
-    }
+    chosen = {**_checked(spark_defaults()), **_checked(settings.SPARK_CONF)}
+    s3a = s3a_conf(chosen)
+    # The installation's jars and the connector's; its S3A settings over the connector's.
+    jars = {"spark.jars": s3a.pop("spark.jars")} if s3a else {}
+    return {**defaults, **s3a, **chosen, **jars, **SANDBOX_CONF}
+
+
+def s3a_conf(chosen: Mapping[str, str]) -> dict[str, str]:
+    """The S3A connector's jars on ``spark.jars`` (which ships them to the executors too)
+    and the Hadoop settings those jars need (:mod:`bdre.s3a_jars`), when ``make s3a-jars``
+    has fetched them, unless the installation's own configuration (``chosen``) brings a
+    hadoop-aws of its own. The installation's ``spark.hadoop.fs.s3a.*`` win over these."""
+    from bdre import s3a_jars
+
+    return s3a_jars.spark_conf(settings.BDRE_SPARK_JARS_DIR, chosen)
 
 
 def _classic_session() -> SparkSession:

@@ -10,6 +10,9 @@ events, deduplicated (DESIGN.md section 6). Properties:
   ``dedup.cross_batch_synthetic``: ``true`` (default) or ``false``;
 - ``dedup.manifest``: ``database`` (default), ``parquet`` or ``none``;
   ``dedup.manifest_name`` (``default``), ``dedup.ttl_days`` (180).
+
+The column mapping, from the enriched fields of the files' folder to every table written, is
+recorded as the run's lineage (``lineage.steps``).
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from batches.locations import spark_path
+from lineage.steps import StepLineage, Write, table_name
 from processes.jobs import Counters, JobContext, register, shred
+from processes.jobs.enriched_fields import FIELDS, JSON_FIELDS
 from processes.jobs.manifest import Manifest, open_manifest
-from processes.jobs.spark_io import start, team_of, write_batch
+from processes.jobs.spark_io import input_folders, record_lineage, start, team_of, write_batch
 from processes.jobs.spark_session import get_spark
 
 logger = logging.getLogger(__name__)
@@ -172,6 +177,71 @@ def manifest_of(
     )
 
 
+# Where an entity table's columns come from, in the entity's JSON column: its Iglu schema
+# and its data; the event's id (a new one for a synthetic duplicate) and time.
+_FROM_JSON = ("from_json",)
+_ENTITY_FROM_JSON = {
+    "schema_vendor": _FROM_JSON,
+    "schema_name": _FROM_JSON,
+    "schema_format": _FROM_JSON,
+    "schema_version": _FROM_JSON,
+    "ref_tree": _FROM_JSON,
+    "data": _FROM_JSON,
+}
+_ENTITY_FROM_EVENT = {"root_id": ("event_id", ("dedup",)), "root_tstamp": ("collector_tstamp", ())}
+
+
+def _entity_write(table: str, columns: list[str], folders: list[str], json: list[str]) -> Write:
+    written = Write(table, columns)
+    for folder in folders:
+        for column, (source, through) in _ENTITY_FROM_EVENT.items():
+            if column in columns:
+                written.feed(folder, source, column, *through)
+        for column, through in _ENTITY_FROM_JSON.items():
+            if column in columns:
+                for source in json:
+                    written.feed(folder, source, column, *through)
+    return written
+
+
+def lineage(
+    folders: list[str],
+    database: str,
+    tables: dict[str, list[str]],
+    atomic_table: str,
+    entity_sources: dict[str, list[str]],
+) -> StepLineage:
+    """The enriched fields of the files into the atomic table's columns of their names (a
+    synthetic duplicate's ``event_id`` is a new one: ``dedup``), the raw line into the bad
+    rows' ``line``, each entity table's columns from the JSON columns its entities came from
+    (``entity_sources``), and the unreadable entities' from all three. ``tables`` is every
+    table written with its columns."""
+    named = {table: table_name(f"{database}.{table}") for table in tables}
+    atomic = Write(named[atomic_table], tables[atomic_table])
+    bad = Write(named[f"{atomic_table}_bad"], tables[f"{atomic_table}_bad"])
+    bad_entities_table = f"{atomic_table}_bad_entities"
+    bad_entities = _entity_write(
+        named[bad_entities_table], tables[bad_entities_table], folders, list(JSON_FIELDS)
+    )
+    for folder in folders:
+        for column in atomic.columns:
+            atomic.feed(folder, column, column, *(("dedup",) if column == "event_id" else ()))
+        for name in FIELDS:
+            bad.feed(folder, name, "line", "unparsed")
+        for source in JSON_FIELDS:
+            bad_entities.feed(folder, source, "json")
+            bad_entities.feed(folder, source, "reason", *_FROM_JSON)
+    writes = [atomic, bad]
+    for table, sources in sorted(entity_sources.items()):
+        writes.append(_entity_write(named[table], tables[table], folders, sorted(sources)))
+    writes.append(bad_entities)
+    return StepLineage(
+        f"spark.shred: enriched events of {', '.join(folders)} into "
+        + ", ".join(w.target for w in writes),
+        writes,
+    )
+
+
 @register("spark.shred")
 def spark_shred(context: JobContext) -> Counters:
     props = context.properties("shred")
@@ -195,18 +265,26 @@ def spark_shred(context: JobContext) -> Counters:
         enabled=enabled,
     )
     counters = {"files": len(context.files), **result.counters}
-    write_batch(shred.atomic(result.events), context, database, atomic_table)
+    atomic = shred.atomic(result.events)
+    write_batch(atomic, context, database, atomic_table)
     write_batch(
         result.bad, context, database, f"{atomic_table}_bad", comments="lines that failed to parse"
     )
     parsed = shred.all_entities(result.events).cache()
     entities = shred.entities(parsed)
-    versions = entities.select("schema_vendor", "schema_name", "schema_version").distinct()
+    # With the JSON column each came from, for the lineage: the same query, a few rows more.
+    versions = entities.select(
+        "schema_vendor", "schema_name", "schema_version", "source_column"
+    ).distinct()
     models: dict[str, list[str]] = {}
-    for vendor, name, version in versions.collect():
-        models.setdefault(shred.table_name(vendor, name, version), []).append(
-            f"{vendor}/{name}/{version}"
-        )
+    json_sources: dict[str, list[str]] = {}
+    for vendor, name, version, column in versions.collect():
+        table = shred.table_name(vendor, name, version)
+        schemas = models.setdefault(table, [])
+        if f"{vendor}/{name}/{version}" not in schemas:
+            schemas.append(f"{vendor}/{name}/{version}")
+        if column not in json_sources.setdefault(table, []):
+            json_sources[table].append(column)
     # One write per model: every version of it (1-0-0 and 1-0-1) lands in its table at once,
     # each row with its schema_version. A write per version replaced the one before it.
     for table, schemas in sorted(models.items()):
@@ -221,12 +299,30 @@ def spark_shred(context: JobContext) -> Counters:
     assert tally is not None  # an aggregate without groups has exactly one row
     counters["entities_out"], counters["bad_entities"] = int(tally["good"]), int(tally["bad"])
     # Written when empty too: a registered table is readable at any time.
+    bad_entities = shred.bad_entities(parsed)
     write_batch(
-        shred.bad_entities(parsed),
+        bad_entities,
         context,
         database,
         f"{atomic_table}_bad_entities",
         comments="contexts and self-describing events that could not be read",
+    )
+    folders = input_folders(context)
+    record_lineage(
+        context,
+        "spark.shred",
+        describe=lambda: lineage(
+            folders,
+            database,
+            {
+                atomic_table: atomic.columns,
+                f"{atomic_table}_bad": result.bad.columns,
+                f"{atomic_table}_bad_entities": bad_entities.columns,
+            }
+            | {table: entities.columns for table in models},
+            atomic_table,
+            json_sources,
+        ),
     )
     counters["tables"] = len(models) + 3
     spark.catalog.clearCache()

@@ -9,6 +9,7 @@ forbids (deleting a running job) is a :class:`bdre.errors.Conflict`.
 By concern:
 
 - :mod:`~processes.registry.jobs`: jobs and their steps, whole or one process at a time;
+- :mod:`~processes.registry.edits`: a registered job edited as a whole (its page);
 - :mod:`~processes.registry.names`: names are per team;
 - :mod:`~processes.registry.properties`: properties and their checks;
 - :mod:`~processes.registry.graph`: the step graph (links by name, no cycle);
@@ -18,6 +19,7 @@ By concern:
 
 from django.core.exceptions import ValidationError
 
+from processes.registry.edits import JobEdit, NewStep, StepEdit, edit_job
 from processes.registry.graph import check_acyclic, check_workflow
 from processes.registry.jobs import (
     ProcessChanges,
@@ -40,6 +42,7 @@ from processes.registry.properties import (
     Properties,
     check_properties,
     check_step_properties,
+    replace_properties,
     set_properties,
 )
 from processes.registry.templates import (
@@ -55,9 +58,12 @@ from processes.registry.templates import (
 __all__ = [
     "GROUP_LENGTH",
     "KEY_LENGTH",
+    "JobEdit",
     "JobSpec",
+    "NewStep",
     "ProcessChanges",
     "Properties",
+    "StepEdit",
     "StepSpec",
     "TemplateSpec",
     "TemplateStepSpec",
@@ -72,11 +78,13 @@ __all__ = [
     "create_process",
     "delete_process",
     "delete_template",
+    "edit_job",
     "export_job",
     "instantiate",
     "lock_teams",
     "move_application",
     "register_pipeline",
+    "replace_properties",
     "save_template",
     "set_properties",
     "template_from_job",

@@ -38,6 +38,7 @@ class StepSpec:
 # --- the rules of a job and its steps, each said once ----------------------------------------
 
 CUT_NEEDS_UPSTREAM = "A cut pattern needs an upstream job."
+NEEDS_A_STEP = "A job needs at least one step"
 
 
 def job_type(process_type_id: int) -> ProcessType:
@@ -153,7 +154,7 @@ def create_job(
     if limits := check_limits(max_retries, lease_seconds):
         raise ValidationError(limits)
     if not steps:
-        raise ValidationError({"steps": "A job needs at least one step"})
+        raise ValidationError({"steps": NEEDS_A_STEP})
     names = [s.name for s in steps]
     if len(set(names)) != len(names):
         raise ValidationError({"steps": "Step names must be unique"})
@@ -221,6 +222,22 @@ class ProcessChanges:
     lease_seconds: int = 3600
     enqueuing: list[Process] | None = None
     next: list[Process] | None = None
+
+    @classmethod
+    def of(cls, process: Process, **changed: object) -> ProcessChanges:
+        """The process as it is, but for ``changed``; its links are kept unless given."""
+        fields = {
+            "name": process.name,
+            "bus_domain": process.bus_domain,
+            "process_type": process.process_type,
+            "parent": process.parent,
+            "description": process.description,
+            "can_recover": process.can_recover,
+            "batch_cut_pattern": process.batch_cut_pattern,
+            "max_retries": process.max_retries,
+            "lease_seconds": process.lease_seconds,
+        }
+        return cls(**{**fields, **changed})  # type: ignore[arg-type]
 
 
 def _check_process(instance: Process | None, c: ProcessChanges) -> None:

@@ -78,3 +78,16 @@ def set_properties(process: Process, properties: Properties) -> None:
             Property.objects.update_or_create(
                 process=process, config_group=group, key=key, defaults={"value": str(value)}
             )
+
+
+def replace_properties(process: Process, properties: Properties) -> None:
+    """The process's properties become exactly ``properties`` (checked as
+    :func:`set_properties` checks them): the keys left out are deleted."""
+    set_properties(process, properties)
+    kept = {(group, key) for group, values in properties.items() for key in values}
+    left_out = [
+        pk
+        for pk, group, key in process.properties.values_list("pk", "config_group", "key")
+        if (group, key) not in kept
+    ]
+    Property.objects.filter(pk__in=left_out).delete()

@@ -96,6 +96,24 @@ def test_the_embedded_metastore_is_derby_under_the_warehouse(settings, tmp_path)
     assert conf["spark.driver.extraJavaOptions"] == f"-Dderby.system.home={tmp_path}"
 
 
+def test_the_sync_reads_tables_on_s3_with_the_fetched_connector(settings, tmp_path):
+    """Tables on BDRE_TABLE_STORE are s3a:// folders: the sync's session reads them with the
+    jars `make s3a-jars` fetched, as the steps' sessions do; the installation's own S3A
+    settings win, and its own hadoop-aws replaces them."""
+    from bdre import s3a_jars
+
+    for name in s3a_jars.JARS:
+        (tmp_path / name).write_bytes(b"jar")
+    settings.BDRE_SPARK_JARS_DIR = str(tmp_path)
+    settings.SPARK_CONF = {"spark.hadoop.fs.s3a.connection.timeout": "1000"}
+    conf = catalog.catalog_conf()
+    assert conf["spark.jars"].split(",") == [str(tmp_path / name) for name in s3a_jars.JARS]
+    assert conf["spark.hadoop.fs.s3.impl"] == "org.apache.hadoop.fs.s3a.S3AFileSystem"
+    assert conf["spark.hadoop.fs.s3a.connection.timeout"] == "1000"
+    settings.SPARK_CONF = {"spark.jars.packages": "org.apache.hadoop:hadoop-aws:3.5.0"}
+    assert "spark.jars" not in catalog.catalog_conf()
+
+
 def test_a_postgresql_metastore_has_its_schema_and_its_password_is_never_printed(settings):
     settings.BDRE_METASTORE_URL = "postgres://hive:s3cr%40t@db.example:6432/bdre"
     settings.BDRE_METASTORE_SCHEMA = "hive_metastore"

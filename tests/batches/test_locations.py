@@ -528,3 +528,45 @@ def test_moving_an_application_takes_its_files_registration_with_it(team, make_j
     )
     assert response.status_code == 200, response.content
     assert File.objects.get().team == team.other_group
+
+
+def test_a_root_granted_over_the_table_store_never_reaches_another_teams_tables(team, settings):
+    """With the tables on an object store, a server root granted over the same bucket (the
+    landing prefix's, say) reaches the team's own table folder there, never another team's
+    nor the store's top."""
+    settings.BDRE_TABLE_STORE = "s3://lake/tables"
+    grant_root(team.group, "s3://lake/", server_type="s3")
+    mine, other = team.group.pk, team.other_group.pk
+    assert check_location(mine, "s3://lake/landing/orders/") == "s3://lake/landing/orders/"
+    assert check_location(mine, f"s3a://lake/tables/team-{mine}/out/x")
+    for location in (
+        f"s3://lake/tables/team-{other}/sales/orders",
+        f"s3a://lake/tables/team-{other}/",
+        "s3://lake/tables",
+        "s3://lake/tables/",
+        f"s3://lake/tables/team-{mine}0/sales/orders",
+    ):
+        with pytest.raises(LocationRefused, match="BDRE_TABLE_STORE"):
+            check_location(mine, location)
+    # no server granted: the team's own table folder is one of its roots, as under the warehouse
+    assert check_location(other, f"s3://lake/tables/team-{other}/exports/")
+
+
+def test_a_root_granted_over_bdres_folders_never_reaches_another_teams(team, settings, tmp_path):
+    """A server root over the folder that holds BDRE's landing and warehouse (``/data``)
+    reaches the team's own folders there, never another team's tables, landed files, step
+    logs or manifests."""
+    settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
+    settings.BDRE_LANDING = tmp_path / "landing"
+    grant_root(team.group, tmp_path)
+    mine, other = team.group.pk, team.other_group.pk
+    assert check_location(mine, (tmp_path / "feeds" / "acme").as_uri())
+    assert check_location(mine, (tmp_path / "warehouse" / f"team-{mine}" / "out").as_uri())
+    for location in (
+        tmp_path / "warehouse" / f"team-{other}" / "sales" / "orders",
+        tmp_path / "landing" / f"team-{other}" / "a.csv",
+        tmp_path / "warehouse" / "step-logs",
+        tmp_path / "warehouse",
+    ):
+        with pytest.raises(LocationRefused, match="BDRE_"):
+            check_location(mine, str(location))

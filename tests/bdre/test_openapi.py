@@ -300,14 +300,128 @@ def test_every_operation_is_grouped_by_its_resource_and_has_a_summary(client, db
     )
 
 
-def test_each_operation_lists_only_the_errors_it_can_give(client, db):
+def test_each_operation_lists_only_the_errors_its_shape_gives(client, db):
     _, operations = _operations(client)
     for path, method, operation in operations:
         errors = {status for status in operation["responses"] if status[0] in "45"}
-        assert "405" not in errors, (path, method)  # the method is the operation's own
+        where = (method, path, sorted(errors))
+        query = {p["name"] for p in operation.get("parameters", []) if p["in"] == "query"}
+        detail = "{" in path
+        assert "405" not in errors, where  # the method is the operation's own
+        assert errors <= {"400", "401", "403", "404", "409", "413", "415", "429"}, where
+        assert "429" in errors, where  # every view is throttled
+        assert ("401" in errors) != path.startswith("/api/v1/auth/"), where
         if method == "get":
-            # a read changes nothing and takes no body
-            assert not errors & {"409", "413", "415"}, (path, method)
+            # a read changes nothing (no conflict), takes no body, and a signed-in user may
+            # read whatever he sees (no 403)
+            assert not errors & {"403", "409", "413", "415"}, where
+            if not query - {"page", "ordering"}:
+                assert "400" not in errors, where  # no filter to get wrong
+            if not detail and "page" not in query:
+                assert "404" not in errors, where
+        if "requestBody" in operation:
+            assert {"400", "413", "415"} <= errors, where
         else:
-            assert {"409", "413"} <= errors or method == "delete", (path, method)
-        assert ("401" in errors) != path.startswith("/api/v1/auth/"), (path, method)
+            assert not errors & {"413", "415"}, where
+        if detail:
+            assert "404" in errors, where
+        for status in errors:
+            answer = operation["responses"][status]
+            assert answer["description"].strip(), (where, status)
+            assert answer["content"]["application/json"]["schema"], (where, status)
+
+
+def test_an_operation_lists_the_errors_its_service_can_raise(client, db):
+    _, operations = _operations(client)
+    by_path = {(path, method): operation for path, method, operation in operations}
+
+    def errors(path: str, method: str) -> set[str]:
+        responses = by_path[(path, method)]["responses"]
+        return {status for status in responses if status[0] == "4"}
+
+    # a list: a filter's value can be invalid, a page past the last is not found
+    assert errors("/api/v1/processes/", "get") == {"400", "401", "404", "429"}
+    # nothing to filter: no 400, and not in pages: no 404
+    assert errors("/api/v1/master/process-types/", "get") == {"401", "429"}
+    assert errors("/api/v1/processes/{id}/", "get") == {"401", "404", "429"}
+    # a create of a name unique in its application: a race is a 409
+    assert errors("/api/v1/applications/", "post") == {
+        *("400", "401", "403", "409", "413", "415", "429")
+    }
+    assert errors("/api/v1/templates/", "post") == {"400", "401", "403", "413", "415", "429"}
+    # run: a run going (104), nothing new (112, 109), a paused job (116)
+    assert "409" in errors("/api/v1/processes/{id}/run/", "post")
+    assert "409" in errors("/api/v1/runs/{id}/heartbeat/", "post")
+    # a delete of a job that runs or is consumed (Conflict); of a server that files are on
+    assert "409" in errors("/api/v1/processes/{id}/", "delete")
+    assert "400" not in errors("/api/v1/processes/{id}/", "delete")
+    # a delete of nothing other rows hold
+    assert errors("/api/v1/tokens/{id}/", "delete") == {"401", "403", "404", "429"}
+    # a team keeps an admin
+    assert "400" in errors("/api/v1/memberships/{id}/", "delete")
+    # issuing a token: no credentials to refuse, no row to find, throttled and locked out
+    assert errors("/api/v1/auth/token/", "post") == {"400", "413", "415", "429"}
+    run = by_path[("/api/v1/processes/{id}/run/", "post")]["responses"]["409"]
+    body = run["content"]["application/json"]["schema"]
+    assert {"$ref": "#/components/schemas/Error"} in body["anyOf"]
+
+
+UNKNOWN_ID = 999_999_999
+
+
+def _url(path: str, *, unknown: bool = False) -> str:
+    kind = "table" if "{kind}" in path else ""
+    resource = _resource(path, {"kind": kind})
+    ident = UNKNOWN_ID if unknown else _real(resource, 0)
+    return path.replace("{kind}", kind).replace("{id}", str(ident))
+
+
+def _probes(path: str, operation: dict) -> list[tuple[str, bool, str, bytes | None]]:
+    """How a client gets an operation wrong: (probe, with credentials, url, JSON body)."""
+    query = {p["name"] for p in operation.get("parameters", []) if p["in"] == "query"}
+    url = _url(path)
+    probes = [("no credentials", False, url, None), ("an empty body", True, url, b"{}")]
+    if "{id}" in path:
+        probes.append(("an unknown id", True, _url(path, unknown=True), b"{}"))
+    if "requestBody" in operation:
+        probes.append(("an unreadable body", True, url, b"{not json"))
+    if "page" in query:
+        probes.append(("a page past the last", True, f"{url}?page={UNKNOWN_ID}", None))
+    return probes
+
+
+@pytest.mark.parametrize("role", ["developer", "admin"])
+def test_every_operation_answers_only_errors_it_lists(world, team, role):
+    """Each operation probed as a client gets it wrong: without credentials, on an unknown
+    id, with an unreadable body, an empty body, a page past the last. Every error answered
+    is one the schema lists for it."""
+    from rest_framework.test import APIClient
+
+    clients = {True: api_as(getattr(team, role)), False: APIClient()}
+    schema = clients[True].get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    operations = [
+        (path, method, operation)
+        for path, methods in schema["paths"].items()
+        for method, operation in methods.items()
+    ]
+    # The deletes last: the other operations probe the rows first.
+    operations.sort(key=lambda each: each[1] == "delete")
+    unlisted, seen = [], set()
+    for path, method, operation in operations:
+        for probe, signed_in, url, body in _probes(path, operation):
+            kwargs = {"content_type": "application/json"} if body is not None else {}
+            answer = clients[signed_in].generic(method.upper(), url, body or b"", **kwargs)
+            status = str(answer.status_code)
+            seen.add((probe, status))
+            if status[0] == "4" and status not in operation["responses"]:
+                unlisted.append((method, path, probe, status, answer.content[:120]))
+    assert not unlisted, unlisted
+    # The probes reached each kind of error: they test what they say.
+    assert {
+        ("no credentials", "401"),
+        ("an unknown id", "404"),
+        ("an unreadable body", "400"),
+        ("an empty body", "400"),
+        ("an empty body", "409"),
+        ("a page past the last", "404"),
+    } <= seen

@@ -20,22 +20,35 @@ import attr
 from openlineage.client.generated import (
     base,
     column_lineage_dataset,
+    environment_variables_run,
     error_message_run,
     job_type_job,
     output_statistics_output_dataset,
     parent_run,
     processing_engine_run,
     schema_dataset,
+    source_code_location_job,
     sql_job,
+    tags_job,
+    tags_run,
 )
 
+# BDRE's facets, and those the client adds as it emits (``tags`` always, the others when its
+# configuration asks for them)
 FACETS = {
     "run": {
         "parent": parent_run.ParentRunFacet,
         "errorMessage": error_message_run.ErrorMessageRunFacet,
         "processing_engine": processing_engine_run.ProcessingEngineRunFacet,
+        "tags": tags_run.TagsRunFacet,
+        "environmentVariables": environment_variables_run.EnvironmentVariablesRunFacet,
     },
-    "job": {"jobType": job_type_job.JobTypeJobFacet, "sql": sql_job.SQLJobFacet},
+    "job": {
+        "jobType": job_type_job.JobTypeJobFacet,
+        "sql": sql_job.SQLJobFacet,
+        "tags": tags_job.TagsJobFacet,
+        "sourceCodeLocation": source_code_location_job.SourceCodeLocationJobFacet,
+    },
     "dataset": {
         "schema": schema_dataset.SchemaDatasetFacet,
         "columnLineage": column_lineage_dataset.ColumnLineageDatasetFacet,

@@ -19,6 +19,14 @@ def test_lineage_node_and_query_types():
         5: "idle_column",
         6: "constant",
     }
-    assert rows(LineageQueryType) == {1: "hive", 2: "pig", 3: "spark_sql"}
+    assert rows(LineageQueryType) == {
+        1: "hive",
+        2: "pig",
+        3: "spark_sql",
+        4: "spark_load",
+        5: "spark_cleanse",
+        6: "spark_shred",
+        7: "spark_export",
+    }
     assert {k.value: k.name.lower() for k in NodeKind} == rows(LineageNodeType)
     assert {k.value: k.name.lower() for k in QueryKind} == rows(LineageQueryType)

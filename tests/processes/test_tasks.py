@@ -5,6 +5,7 @@ decisions the tasks carry out are in test_orchestrator.py."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -84,3 +85,21 @@ def test_a_worker_killed_during_a_spark_step_loses_and_repeats_nothing(
     ids = [r.event_id for r in table.select("event_id").collect()]
     assert len(ids) == len(set(ids)) == counters["rows_out"] == len(unique)
     assert set(ids) == {e["event_id"] for e in unique}
+
+
+def test_a_real_worker_with_json_logs_writes_the_step_lines_as_json_with_their_ids(team, worker):
+    """Celery configures the worker's logging itself; the JSON format has to survive that,
+    in the pool's child that runs the step."""
+    job = job_of(team, "chatty", [callable_step("talk", "tests.processes.callables.log_a_line")])
+    w = worker(BDRE_LOG_FORMAT="json")
+    tasks.enqueue_run(job.pk)
+    [run] = wait_for(lambda: finished_runs(job), 90, "the run", w)
+    step_run = InstanceExec.objects.get(parent=run)
+
+    def said() -> list[dict]:
+        lines = [json.loads(line) for line in w.output().splitlines() if line.startswith("{")]
+        return [line for line in lines if line.get("logger") == "tests.step_body"]
+
+    [line] = wait_for(said, 10, "the step's line in the worker's log", w)
+    assert line["message"] == f"working on batch {run.target_batch_id}"
+    assert (line["run_id"], line["step_run_id"]) == (run.pk, step_run.pk)

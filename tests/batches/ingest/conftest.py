@@ -1,13 +1,9 @@
 """Landing locations for the ingestion tests: a local folder and a real S3 endpoint
-(``moto_server`` on 127.0.0.1), behind one small interface so every case runs on both."""
+(``moto_server`` on 127.0.0.1, the ``s3_endpoint`` fixture of tests/conftest.py), behind one
+small interface so every case runs on both."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -19,38 +15,6 @@ from tests.factories import JOB_TYPE, grant_root
 
 SCAN_STEP_TYPE = 52  # generic-scan
 SINK_STEP_TYPE = 51  # python-callable
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="session")
-def s3_endpoint():
-    port = free_port()
-    binary = Path(sys.executable).with_name("moto_server")
-    proc = subprocess.Popen(
-        [str(binary), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    else:
-        proc.kill()
-        raise RuntimeError("moto_server did not start")
-    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
-    yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(10)
 
 
 class LocalLanding:

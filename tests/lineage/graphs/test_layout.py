@@ -6,7 +6,13 @@ from __future__ import annotations
 import itertools
 import random
 
-from lineage.graphs.layout import count_crossings, layout
+from lineage.graphs.layout import (
+    LABEL_SIDE,
+    LAYER_GAP,
+    MAX_LAYER_GAP,
+    count_crossings,
+    layout,
+)
 
 
 def sizes(nodes, width=60.0, height=30.0):
@@ -83,3 +89,29 @@ def test_an_empty_graph_has_a_size():
     result = layout([], [], {})
     assert result.width > 0 and result.height > 0
     assert result.nodes == {}
+
+
+def test_crossings_are_counted_as_every_pair_of_edges_compared():
+    random.seed(5)
+    for _ in range(30):
+        upper, lower = list(range(8)), list(range(100, 109))
+        links = {a: random.sample(lower, random.randint(0, 4)) for a in upper}
+        slow = sum(
+            1
+            for (i, a), (j, b) in itertools.combinations(enumerate(upper), 2)
+            for x in links[a]
+            for y in links[b]
+            if lower.index(y) < lower.index(x)
+        )
+        assert count_crossings([upper, lower], links) == slow
+
+
+def test_the_gap_after_a_layer_widens_to_hold_the_labels_of_its_edges():
+    nodes, edges = ["a", "b", "c"], [("a", "b"), ("b", "c")]
+    plain = layout(nodes, edges, sizes(nodes))
+    wide = layout(nodes, edges, sizes(nodes), {0: 150.0})
+    assert plain.nodes["b"].x - plain.nodes["a"].right == LAYER_GAP
+    assert wide.nodes["b"].x - wide.nodes["a"].right == 150 + 2 * LABEL_SIDE
+    assert wide.nodes["c"].x - wide.nodes["b"].right == LAYER_GAP
+    huge = layout(nodes, edges, sizes(nodes), {0: 5000.0})
+    assert huge.nodes["b"].x - huge.nodes["a"].right == MAX_LAYER_GAP

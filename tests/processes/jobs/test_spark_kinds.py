@@ -164,7 +164,7 @@ def test_load_cleanse_sql_and_export_end_to_end(
     assert bad[0]["source_file"].endswith("orders-2.csv")
     assert InstanceExec.objects.get(process__name="orders_0").spark_application_id
 
-    # OpenLineage: each step's datasets, and the column lineage of the SQL step
+    # OpenLineage: each step's datasets and the column lineage of its outputs
     events = [json.loads(line) for line in (lake / "openlineage.jsonl").read_text().splitlines()]
     for event in events:
         validate_run_event(event)
@@ -180,6 +180,28 @@ def test_load_cleanse_sql_and_export_end_to_end(
         "orders.orders_3": (["lake.order_totals"], [str(export_dir)]),
         "orders": ([], []),
     }
+    # every step kind's recorded column relations (lineage.steps) reach its outputs
+    lineage = {
+        o["name"]: o["facets"]["columnLineage"]["fields"]
+        for e in done.values()
+        for o in e["outputs"]
+    }
+    assert set(lineage) == {
+        "lake.orders_raw",
+        "lake.orders_raw_bad",
+        "lake.orders",
+        "lake.orders_invalid",
+        "lake.order_totals",
+        str(export_dir),
+    }
+    assert lineage["lake.orders_raw"]["id"]["inputFields"][0]["name"] == str(landing)
+    amount = lineage["lake.orders"]["amount"]["inputFields"][0]
+    assert (amount["namespace"], amount["name"], amount["field"]) == (
+        f"bdre-warehouse.team-{team.group.pk}",
+        "lake.orders_raw",
+        "amount",
+    )
+    assert lineage[str(export_dir)]["total"]["inputFields"][0]["name"] == "lake.order_totals"
     sql_output = done["orders.orders_2"]["outputs"][0]
     # The team's tables are in its own namespace: another team's lake.orders is another one.
     assert sql_output["namespace"] == f"bdre-warehouse.team-{team.group.pk}"

@@ -1,0 +1,139 @@
+"""Issue 21, point 8, in a real browser: the lineage page of a column with over 100 columns
+upstream and downstream draws a graph in which, as Chromium lays the text out, no text
+overlaps another, every node's text stays inside its box, no edge label covers a node and
+everything lies inside the view box, drawn at its natural size (the page scrolls it).
+Screenshot: ``var/screenshots/graphs-lineage-page.png``."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from lineage.extract import dot_label
+from lineage.models import LineageNode, LineageRelation, NodeKind
+from tests.factories import JobFactory, LineageQueryFactory, StepFactory
+from tests.ui.test_browser import SHOTS, browser, log_in, shot
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.browser,
+]
+__all__ = ["browser"]  # the fixture, used by name
+
+FUNCTIONS = ("CAST", "SUM", "COALESCE", "UPPER", "DATE_TRUNC", "REGEXP_REPLACE", "ROUND")
+
+# What Chromium measured, in the SVG's own units (the drawing has no transforms).
+MEASURE = """svg => {
+  const box = e => { const b = e.getBBox(); return {x: b.x, y: b.y, w: b.width, h: b.height}; };
+  const meets = (a, b) => a.x < b.x + b.w - 0.5 && b.x < a.x + a.w - 0.5
+                          && a.y < b.y + b.h - 0.5 && b.y < a.y + a.h - 0.5;
+  const inside = (a, b) => a.x >= b.x - 0.5 && a.y >= b.y - 0.5
+                           && a.x + a.w <= b.x + b.w + 0.5 && a.y + a.h <= b.y + b.h + 0.5;
+  const vb = svg.viewBox.baseVal;
+  const view = {x: vb.x, y: vb.y, w: vb.width, h: vb.height};
+  const texts = [...svg.querySelectorAll('text')].map(t => ({t: t.textContent, b: box(t)}));
+  const overlaps = [];
+  for (let i = 0; i < texts.length; i++)
+    for (let j = i + 1; j < texts.length; j++)
+      if (meets(texts[i].b, texts[j].b)) overlaps.push([texts[i].t, texts[j].t]);
+  const rects = [...svg.querySelectorAll('g.node')].map(g => box(g.querySelector('rect')));
+  const spilled = [...svg.querySelectorAll('g.node')].flatMap(g => {
+    const r = box(g.querySelector('rect'));
+    return [...g.querySelectorAll('text')].filter(t => !inside(box(t), r)).map(t => t.textContent);
+  });
+  const onNodes = [...svg.querySelectorAll('text.edge-label')]
+    .filter(t => rects.some(r => meets(box(t), r))).map(t => t.textContent);
+  const outside = [...texts.map(t => t.b), ...rects].filter(b => !inside(b, view)).length;
+  return {texts: texts.length, labels: svg.querySelectorAll('text.edge-label').length,
+          overlaps, spilled, onNodes, outside,
+          drawnWidth: svg.getBoundingClientRect().width, width: svg.width.baseVal.value};
+}"""
+
+
+def fan(team) -> LineageNode:
+    """A column of ``lake.stage_0`` fed by a tree of 60 columns of three tables upstream and
+    feeding one of 60 downstream, with some edges across the branches; every edge through
+    one or two functions, some columns with long names."""
+    rnd = random.Random(21)
+    step = StepFactory(parent=JobFactory(bus_domain=team.application))
+    query = LineageQueryFactory(process=step)
+    tables = {
+        depth: LineageNode.objects.create(
+            node_type_id=NodeKind.TABLE,
+            qualified_name=f"lake.stage_{depth}",
+            display_name=f"stage_{depth}",
+            team=team.group,
+        )
+        for depth in range(-3, 4)
+    }
+    counter = iter(range(1000))
+
+    def column(depth: int) -> LineageNode:
+        n = next(counter)
+        name = (
+            f"metric_{n}"
+            if n % 6
+            else f"customer_lifetime_value_in_reporting_currency_after_discounts_{n}"
+        )
+        return LineageNode.objects.create(
+            node_type_id=NodeKind.COLUMN,
+            container_node=tables[depth],
+            qualified_name=f"{tables[depth].qualified_name}.{name}",
+            display_name=name,
+            team=team.group,
+        )
+
+    focus = column(0)
+    edges: list[tuple[LineageNode, LineageNode]] = []
+    for direction in (-1, 1):
+        level = [focus]
+        for depth, fan_out in zip((1, 2, 3), (6, 3, 2), strict=True):
+            nxt = []
+            for node in level:
+                for _ in range(fan_out):
+                    other = column(direction * depth)
+                    nxt.append(other)
+                    edges.append((other, node) if direction < 0 else (node, other))
+            # a few edges across the branches, as real lineage has
+            for _ in range(len(nxt) // 4):
+                a, b = rnd.choice(level), rnd.choice(nxt)
+                if (b, a) not in edges and (a, b) not in edges:
+                    edges.append((b, a) if direction < 0 else (a, b))
+            level = nxt
+    LineageRelation.objects.bulk_create(
+        LineageRelation(
+            src_node=a,
+            target_node=b,
+            query=query,
+            dot_string=dot_label(rnd.sample(FUNCTIONS, rnd.choice([1, 1, 2]))),
+        )
+        for a, b in edges
+    )
+    return focus
+
+
+def test_a_lineage_graph_of_over_100_columns_draws_no_text_over_another(team, live_server, browser):
+    focus = fan(team)
+    page = log_in(browser, live_server, team.viewer, viewport=(1280, 900))
+    page.goto(f"{live_server.url}/lineage/nodes/{focus.pk}/?level=column")
+    svg = page.locator(".graph svg")
+    assert svg.locator("g.node").count() == 121
+    found = svg.evaluate(MEASURE)
+    shot(page, "graphs-lineage-page")
+    whole = browser.new_page(viewport={"width": 1280, "height": 900})
+    whole.set_content(svg.evaluate("svg => svg.outerHTML"))
+    whole.screenshot(path=str(SHOTS / "graphs-lineage-graph.png"), full_page=True)
+    assert found["overlaps"] == []
+    assert found["spilled"] == []
+    assert found["onNodes"] == []
+    assert found["outside"] == 0
+    assert found["labels"] >= 100  # most of the ~140 labels are drawn on their edge
+    assert found["drawnWidth"] == found["width"]  # natural size: scrolled, never shrunk
+    # a name too long for a box ends in an ellipsis, and the node's tooltip has it whole
+    cut = svg.evaluate(
+        """svg => [...svg.querySelectorAll('g.node')]
+             .filter(g => g.querySelector('text').textContent.endsWith('\u2026'))
+             .map(g => g.querySelector('title').textContent)"""
+    )
+    assert "customer_lifetime_value_in_reporting_currency_after_discounts_6 · lake.stage_-1" in cut
