@@ -26,6 +26,8 @@ def _run_ended(
     # A step's failure fails its job's run, which is what is told.
     if parent_id is None and state == ExecState.FAILED:
         tasks.enqueue(Kind.FAILURE, process_id, run_id=run_id, detail=error)
+    if parent_id is None:
+        tasks.enqueue_if_late(run_id)
 
 
 @receiver(dead_lettered, dispatch_uid="bdre-alerts-dead-lettered")

@@ -56,16 +56,14 @@ class DestinationSerializer(serializers.ModelSerializer):
         def current(name: str) -> Any:
             return attrs.get(name, getattr(self.instance, name, None))
 
-        team, channel, target = current("team"), current("channel"), current("target")
         try:
-            services.check_destination(str(channel), str(target), str(current("kinds") or ""))
+            services.check_new_destination(
+                current("team").pk,
+                str(current("channel")),
+                str(current("target")),
+                str(current("kinds") or ""),
+                instead_of=self.instance.pk if self.instance is not None else None,
+            )
         except DjangoValidationError as exc:
             raise serializers.ValidationError(exc.message_dict) from exc
-        same = Destination.objects.filter(team=team, channel=channel, target=target)
-        if self.instance is not None:
-            same = same.exclude(pk=self.instance.pk)
-        if same.exists():
-            raise serializers.ValidationError(
-                {"target": f"Team {team} has this {channel} destination already."}
-            )
         return attrs

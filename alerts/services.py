@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
@@ -275,6 +276,33 @@ def late_runs(now: datetime) -> list[Due]:
     return due
 
 
+def ended_late(run_id: int) -> Due | None:
+    """A job run that ended past its job's ``alerts.sla_minutes``: told when it ends, so that
+    a run shorter than the check's interval is not missed. Its key is the periodic check's,
+    so a run told about while it ran is not told about again."""
+    run = (
+        InstanceExec.objects.select_related("process")
+        .filter(pk=run_id, process__parent__isnull=True, end_ts__isnull=False)
+        .first()
+    )
+    if run is None or run.start_ts is None or run.end_ts is None:
+        return None
+    rules = job_rules(run.process)
+    if rules.sla_minutes is None:
+        return None
+    took = run.end_ts - run.start_ts
+    if took <= timedelta(minutes=rules.sla_minutes):
+        return None
+    minutes = int(took.total_seconds() // 60)
+    return Due(
+        Kind.SLA,
+        run.process_id,
+        run.pk,
+        f"took {minutes} min, its SLA is {rules.sla_minutes:g} min",
+        f"run:{run.pk}",
+    )
+
+
 def last_new_data(job: Process) -> datetime:
     """When the job last produced a new batch: for a job that scans a location, the newest
     file batch it queued for its downstream steps; for any other, the end of its latest
@@ -362,6 +390,38 @@ def check_destination(channel: str, target: str, kinds: str) -> None:
         checks.check_kinds(kinds, "kinds")
     except ValueError as exc:
         raise ValidationError({"kinds": str(exc)}) from exc
+
+
+def check_new_destination(
+    team_id: int, channel: str, target: str, kinds: str, *, instead_of: int | None = None
+) -> None:
+    """A destination the team may add (or change ``instead_of`` into): valid, and not one it
+    has already. A ValidationError on the field at fault."""
+    check_destination(channel, target, kinds)
+    same = Destination.objects.filter(team_id=team_id, channel=channel, target=target)
+    if instead_of is not None:
+        same = same.exclude(pk=instead_of)
+    if same.exists():
+        team = Group.objects.filter(pk=team_id).values_list("name", flat=True).first()
+        raise ValidationError({"target": f"Team {team} has this {channel} destination already."})
+
+
+@transaction.atomic
+def add_destination(team_id: int, channel: str, target: str, kinds: str = "") -> Destination:
+    check_new_destination(team_id, channel, target, kinds)
+    return Destination.objects.create(team_id=team_id, channel=channel, target=target, kinds=kinds)
+
+
+def remove_destination(team_id: int, destination_id: int) -> None:
+    """Remove one of the team's destinations; another team's id is no destination at all."""
+    if not Destination.objects.filter(pk=destination_id, team_id=team_id).delete()[0]:
+        raise ValidationError({"destination": "No such destination of the team."})
+
+
+def team_alerts(user: AnyUser, team_id: int, limit: int = 20) -> list[Alert]:
+    """The latest alerts of the team's jobs, if the user may see them (the one selector)."""
+    visible = scope(user, Alert.objects.filter(team_id=team_id)).select_related("job")
+    return list(visible.order_by("-id")[:limit])
 
 
 def visible_alerts(user: AnyUser, job: Process, limit: int = 20) -> list[Alert]:

@@ -32,6 +32,14 @@ def check_alerts() -> list[int]:
     return sent
 
 
+def _send(kind: str, job_id: int, run_id: int | None, detail: str, key: str = "") -> None:
+    send_alert.apply_async(
+        (kind, job_id),
+        {"run_id": run_id, "detail": detail, "key": key},
+        queue=settings.BDRE_QUEUE,
+    )
+
+
 def enqueue(kind: str, job_id: int, *, run_id: int | None = None, detail: str = "") -> None:
     """Send the alert from a worker once the current transaction commits (the lifecycle's:
     a call that rolls back alerts nobody), and only if it would go somewhere. Robust: a
@@ -39,9 +47,18 @@ def enqueue(kind: str, job_id: int, *, run_id: int | None = None, detail: str = 
 
     def send() -> None:
         if services.wants(job_id, kind):
-            send_alert.apply_async(
-                (kind, job_id), {"run_id": run_id, "detail": detail}, queue=settings.BDRE_QUEUE
-            )
+            _send(kind, job_id, run_id, detail)
+
+    transaction.on_commit(send, robust=True)
+
+
+def enqueue_if_late(run_id: int) -> None:
+    """Once the run's end commits: its SLA alert, if it took longer than its job's SLA."""
+
+    def send() -> None:
+        due = services.ended_late(run_id)
+        if due is not None and services.wants(due.job_id, due.kind):
+            _send(due.kind, due.job_id, due.run_id, due.detail, due.key)
 
     transaction.on_commit(send, robust=True)
 

@@ -13,6 +13,7 @@ urlpatterns = [
     path("", include("processes.urls")),
     path("", include("batches.urls")),
     path("", include("lineage.urls")),
+    path("", include("alerts.urls")),
     path("teams/", team_views.team_list, name="ui-teams"),
     re_path(rf"^teams/{ID}/$", team_views.team_detail, name="ui-team"),
     path("tokens/", token_views.token_list, name="ui-tokens"),

@@ -88,9 +88,6 @@ ERRORS = {
     404: OpenApiResponse(ErrorSerializer, description="unknown process (102, 103)"),
     409: OpenApiResponse(ErrorSerializer, description="state conflict (104-112, 115)"),
 }
-NO_TIMED_SCHEDULE = OpenApiResponse(
-    description="not a job, or the job has no timed schedule to pause or resume"
-)
 
 
 def _body(serializer_class, request: Request) -> dict:
@@ -345,12 +342,25 @@ class ProcessViewSet(ProcessReplayActions, ScopedViewSet):
         shown = schedules.set_schedule(job, schedules.Schedule(**body))
         return Response(ScheduleSerializer(shown).data)
 
-    @extend_schema(request=None, responses={200: ScheduleSerializer, 400: NO_TIMED_SCHEDULE})
+    @extend_schema(
+        request=None,
+        responses={200: ScheduleSerializer, 403: ERRORS[403], 404: ERRORS[404]},
+        summary="Pause a job: no schedule, upstream or replay trigger starts it",
+        description=(
+            "Whether or not the job has a timed schedule: Beat skips it, its upstream jobs "
+            "do not start it, a run sent before the pause and the next rebuild of a backfill "
+            "do not start, and run now answers 116 unless forced."
+        ),
+    )
     @action(detail=True, methods=["post"])
     def pause(self, request: Request, pk: str) -> Response:
         return Response(ScheduleSerializer(schedules.pause(self._job(request, pk))).data)
 
-    @extend_schema(request=None, responses={200: ScheduleSerializer, 400: NO_TIMED_SCHEDULE})
+    @extend_schema(
+        request=None,
+        responses={200: ScheduleSerializer, 403: ERRORS[403], 404: ERRORS[404]},
+        summary="Resume a paused job",
+    )
     @action(detail=True, methods=["post"])
     def resume(self, request: Request, pk: str) -> Response:
         return Response(ScheduleSerializer(schedules.resume(self._job(request, pk))).data)

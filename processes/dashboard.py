@@ -38,7 +38,7 @@ class HourBucket:
 
 
 def _describe(schedule: schedules.Schedule) -> str:
-    if schedule.is_timed and not schedule.enabled:
+    if schedule.paused:
         return "paused"
     if schedule.cron:
         return f"cron {schedule.cron} ({schedule.timezone})"

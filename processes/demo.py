@@ -144,9 +144,12 @@ def set_up_demo() -> DemoSetup:
                     properties={
                         "sql": {
                             "output_table": "daily_page_views",
+                            # Only the shred batches this run consumed: each run counts
+                            # its own input once, and a rebuilt batch counts what it did.
                             "query": "SELECT to_date(collector_tstamp) AS day, "
                             "count(*) AS page_views FROM atomic_events "
-                            "WHERE event = 'page_view' GROUP BY to_date(collector_tstamp)",
+                            "WHERE event = 'page_view' AND batch_id IN ({batch_ids}) "
+                            "GROUP BY to_date(collector_tstamp)",
                         }
                     },
                 )

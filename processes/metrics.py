@@ -168,7 +168,7 @@ class RegistryCollector:
     def scans(self) -> Iterator[GaugeMetricFamily]:
         listed = GaugeMetricFamily(
             "bdre_scan_last_run_age_seconds",
-            "Seconds since each ingest.scan step last listed its location",
+            "Seconds since each ingest.scan step last listed its location (a run or a quiet check)",
             labels=STEP_LABELS,
         )
         found = GaugeMetricFamily(
@@ -181,9 +181,15 @@ class RegistryCollector:
         steps = Process.objects.filter(
             deleted=False, parent__isnull=False, process_type__job_kind="ingest.scan"
         ).select_related("parent", "bus_domain__team")
-        last_listed = dict(
-            ScanState.objects.filter(process__in=steps).values_list("process_id", "last_scan_ts")
-        )
+        # A quiet check lists the location as a scan run does (docs/operations.md, "Quiet
+        # scans"): whichever of the two came last is when the location was last listed.
+        last_listed = {
+            step_id: max(ts for ts in (scanned, checked) if ts is not None)
+            for step_id, scanned, checked in ScanState.objects.filter(
+                process__in=steps
+            ).values_list("process_id", "last_scan_ts", "last_checked_ts")
+            if scanned is not None or checked is not None
+        }
         for step in steps.order_by("id"):
             labels = step_labels(step)
             values = [labels[k] for k in STEP_LABELS]

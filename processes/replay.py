@@ -38,6 +38,8 @@ from batches import markings
 from batches import queue as batch_queue
 from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState, File
 from bdre.errors import BdreError, Code
+from lineage.steps import jdbc_name
+from processes import schedules
 from processes.models import ExecState, InstanceExec, Process, Trigger
 
 Archive = ArchiveConsumpQueue
@@ -60,6 +62,7 @@ class Rebuild:
 class ReplayPlan:
     trigger: str
     rebuilds: list[Rebuild] = field(default_factory=list)
+    paused: list[int] = field(default_factory=list)  # jobs whose rebuilds wait for a resume
 
     @property
     def first(self) -> list[int]:
@@ -75,6 +78,7 @@ class ReplayPlan:
             "batches": self.first,
             "rebuilds": [r.__dict__ for r in self.rebuilds],
             "partitions": [p for r in self.rebuilds for p in r.partitions],
+            "paused": self.paused,
         }
 
 
@@ -174,7 +178,9 @@ def _plan(trigger: str, first: set[int], *, team_id: int | None) -> ReplayPlan:
             if t is not None and t not in level_of
         }
         level += 1
-    return ReplayPlan(trigger, _rebuilds(level_of, team_id))
+    rebuilds = _rebuilds(level_of, team_id)
+    held = schedules.paused(sorted({r.job_id for r in rebuilds}))
+    return ReplayPlan(trigger, rebuilds, sorted(held))
 
 
 def _rebuilds(level_of: dict[int, int], team_id: int | None) -> list[Rebuild]:
@@ -189,6 +195,7 @@ def _rebuilds(level_of: dict[int, int], team_id: int | None) -> list[Rebuild]:
         step_of.setdefault(target, step)
     steps = Process.objects.select_related("parent__bus_domain").in_bulk(list(step_of.values()))
     delivered = _last_deliveries(list(level_of))
+    exports = _exports({s.parent_id for s in steps.values() if s.parent_id is not None})
     rebuilds = []
     for target, level in sorted(level_of.items(), key=lambda item: (item[1], item[0])):
         job = steps[step_of[target]].parent
@@ -211,7 +218,12 @@ def _rebuilds(level_of: dict[int, int], team_id: int | None) -> list[Rebuild]:
                 marking=markings.union(marks[target]),
                 level=level,
                 inputs=sorted(inputs[target]),
-                partitions=[f"{table}/batch_id={target}" for table in _written(run)],
+                partitions=[f"{table}/batch_id={target}" for table in _written(run)]
+                + [
+                    f"{destination}/batch_id={batch}"
+                    for destination in exports.get(job.pk, [])
+                    for batch in sorted(inputs[target] | {target})
+                ],
             )
         )
     return rebuilds
@@ -239,6 +251,29 @@ def _written(run_id: int | None) -> list[str]:
     ).values_list("outputs", flat=True):
         tables += [t for t in outputs or [] if t not in tables]
     return tables
+
+
+def _exports(job_ids: set[int]) -> dict[int, list[str]]:
+    """Where each job's ``spark.export`` steps write, outside its tables: a folder, or a
+    database table (``lineage.steps.jdbc_name``, no credentials). An export writes the
+    batches it read, its claimed ones and its run's own (``spark_io.input_batches``), each
+    replaced when rebuilt: a folder's partition, a database table's rows of that batch."""
+    found: dict[int, list[str]] = defaultdict(list)
+    steps = Process.objects.filter(
+        parent_id__in=job_ids, deleted=False, process_type__job_kind="spark.export"
+    ).order_by("id")
+    for step in steps:
+        assert step.parent_id is not None
+        location = step.property_value("export", "location")
+        url, table = (
+            step.property_value("export", "jdbc_url"),
+            step.property_value("export", "jdbc_table"),
+        )
+        if location:
+            found[step.parent_id].append(location.rstrip("/"))
+        elif url and table:
+            found[step.parent_id].append(jdbc_name(url, table))
+    return found
 
 
 def _job(job_id: int) -> Process:

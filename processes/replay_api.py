@@ -67,6 +67,10 @@ class ReplayPlanSerializer(serializers.Serializer):
     )
     rebuilds = RebuildSerializer(many=True)
     partitions = serializers.ListField(child=serializers.CharField())
+    paused = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="paused jobs among them: their batches wait until they are resumed",
+    )
 
 
 class ReplayStartedSerializer(serializers.Serializer):
@@ -76,6 +80,10 @@ class ReplayStartedSerializer(serializers.Serializer):
     waiting = serializers.ListField(
         child=serializers.IntegerField(),
         help_text="jobs running now: their next run rebuilds first",
+    )
+    paused = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="paused jobs: their batches are put back and wait until they are resumed",
     )
 
 
@@ -145,6 +153,7 @@ def _answer(
             "rows_put_back": started.rows_put_back,
             "runs": runs,
             "waiting": started.waiting,
+            "paused": started.paused,
         },
         status=status.HTTP_202_ACCEPTED,
     )

@@ -1,6 +1,7 @@
-"""The pages of backfill, rewind and reprocess (``processes.replay``): each shows its plan
-(which batches are built again, from which input, which partitions are replaced) before
-anything runs, and starts it only on a second, explicit click."""
+"""The pages of backfill, rewind and reprocess (``processes.replay``) and of a scan's marker
+moved back (``batches.ingest.markers``): each shows its plan (which batches are built again,
+from which input, which partitions are replaced; where the marker goes and what is listed
+again) before anything runs, and starts it only on a second, explicit click."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
+from batches.ingest import markers
 from batches.models import Batch, File
 from bdre.access import Role, can, scope
 from bdre.errors import BdreError
@@ -50,7 +53,10 @@ def _page(
         if started.runs:
             messages.success(request, f"{text}; run {started.runs[0]} started.")
             return redirect("ui-run", started.runs[0])
-        messages.success(request, f"{text}; the job's next run rebuilds first.")
+        if started.paused:
+            messages.success(request, f"{text}; the job is paused: it rebuilds them once resumed.")
+        else:
+            messages.success(request, f"{text}; the job's next run rebuilds first.")
         return redirect(back)
     return render(
         request,
@@ -130,4 +136,51 @@ def reprocess_file(request: HttpRequest, pk: int) -> HttpResponse:
         lambda: replay.plan_reprocess_file(file.pk),
         {"path": file.path},
         reverse("ui-batch", args=[file.batch_id]),
+    )
+
+
+@login_required
+def reset_marker(request: HttpRequest, pk: int) -> HttpResponse:
+    """A scan step's marker moved back to a key, or to just before the first file
+    registered since a time: the plan first, then a second click moves it."""
+    step = _visible(request, Process, pk)
+    assert isinstance(step, Process)
+    if not can(request.user, step, Role.DEVELOPER):
+        raise PermissionDenied("Moving a scan's marker needs the developer role.")
+    data = request.POST if request.method == "POST" else request.GET
+    key, raw_since = data.get("key"), data.get("since", "")
+    since = parse_datetime(raw_since) if raw_since else None
+    if since is not None and timezone.is_naive(since):
+        since = timezone.make_aware(since)
+    asked = bool(key) != bool(raw_since)
+    invalid = (bool(key) and bool(raw_since)) or (bool(raw_since) and since is None)
+    back = reverse("ui-job", args=[step.parent_id])
+    planned, error = None, ""
+    if asked and not invalid:
+        try:
+            call = markers.reset if request.method == "POST" else markers.plan_reset
+            planned = call(step.pk, key=key or None, since=since)
+        except markers.MarkerRefused as exc:
+            error = str(exc)
+        except BdreError as exc:
+            error = f"{exc.message} (error {exc.code})"
+        if request.method == "POST" and planned is not None:
+            messages.success(
+                request,
+                f"The marker of {step.name} is moved back to {planned.new_marker or '(start)'}: "
+                "its next scan lists again from there.",
+            )
+            return redirect(back)
+    return render(
+        request,
+        "processes/reset_marker.html",
+        {
+            "step": step,
+            "plan": planned,
+            "error": error,
+            "key": key or "",
+            "since": raw_since,
+            "invalid": invalid,
+            "back": back,
+        },
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import zoneinfo
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
@@ -39,9 +39,10 @@ class Schedule:
     cron: str = ""  # "minute hour day-of-month month day-of-week"
     every_seconds: int | None = None
     timezone: str = "UTC"
-    enabled: bool = True
+    enabled: bool = True  # the timed schedule's own switch (Beat skips a disabled task)
     on_upstream: bool = False
     next_run: str | None = None  # read only: when Beat will run it next, ISO 8601
+    paused: bool = False  # read only: whether the job is paused, timed schedule or not
 
     @property
     def is_timed(self) -> bool:
@@ -90,7 +91,13 @@ def _validate(schedule: Schedule) -> None:
 def _job(job_id: int) -> Process:
     job = Process.objects.filter(pk=job_id, parent__isnull=True, deleted=False).first()
     if job is None:
-        raise ValidationError({"process": f"{job_id} is not a live job (a parent process)"})
+        # As another team's job answers (bdre.api.acting_on): an id never tells whether a
+        # row exists that the user may not see.
+        raise BdreError(
+            Code.INVALID_PARENT_PROCESS,
+            f"{job_id} is not a live job (parent process)",
+            http_status=404,
+        )
     return job
 
 
@@ -101,6 +108,7 @@ def set_schedule(job_id: int, schedule: Schedule) -> Schedule:
     _validate(schedule)
     job = _job(job_id)
     _set_on_upstream(job, schedule.on_upstream)
+    _set_paused(job, not schedule.enabled)
     if not schedule.is_timed:
         PeriodicTask.objects.filter(name=task_name(job.pk)).delete()
         return schedule_of(job.pk)
@@ -126,6 +134,14 @@ def set_schedule(job_id: int, schedule: Schedule) -> Schedule:
     return schedule_of(job.pk)
 
 
+@transaction.atomic
+def change_timing(job_id: int, schedule: Schedule) -> Schedule:
+    """Change the job's timing and upstream trigger, paused or not as it is: the schedule
+    edits of the pages and the command, which say nothing of the pause (a PUT of the API
+    gives ``enabled`` and so replaces it)."""
+    return set_schedule(job_id, replace(schedule, enabled=not is_paused(job_id)))
+
+
 def _set_on_upstream(job: Process, on_upstream: bool) -> None:
     Property.objects.update_or_create(
         process=job,
@@ -138,6 +154,18 @@ def _set_on_upstream(job: Process, on_upstream: bool) -> None:
     )
 
 
+def _set_paused(job: Process, paused: bool) -> None:
+    Property.objects.update_or_create(
+        process=job,
+        config_group="schedule",
+        key="paused",
+        defaults={
+            "value": "true" if paused else "false",
+            "description": "paused: no schedule, upstream or replay trigger starts the job",
+        },
+    )
+
+
 def set_on_upstream(job_id: int, on_upstream: bool) -> Schedule:
     """Whether the job runs as soon as an upstream job queued a batch for it; its timed
     schedule, paused or not, stays as it is."""
@@ -146,22 +174,17 @@ def set_on_upstream(job_id: int, on_upstream: bool) -> Schedule:
     return schedule_of(job.pk)
 
 
+@transaction.atomic
 def _set_enabled(job_id: int, enabled: bool) -> Schedule:
+    """A pause is the job's, not only its timed schedule's: a job that runs only on its
+    upstream (or only by hand) is paused as well, and its timed schedule, if it has one,
+    follows."""
     job = _job(job_id)
+    _set_paused(job, not enabled)
     task = PeriodicTask.objects.filter(name=task_name(job.pk)).first()
-    if task is None:
-        verb = "resume" if enabled else "pause"
-        upstream = (
-            " (it runs when an upstream job queues a batch)" if runs_on_upstream(job.pk) else ""
-        )
-        raise ValidationError(
-            {
-                "schedule": f"{job.name} has no timed schedule to {verb}{upstream}: give it a "
-                "cron expression or an interval first."
-            }
-        )
-    task.enabled = enabled
-    task.save(update_fields=["enabled"])  # save() so Beat sees the change
+    if task is not None and task.enabled != enabled:
+        task.enabled = enabled
+        task.save(update_fields=["enabled"])  # save() so Beat sees the change
     return schedule_of(job.pk)
 
 
@@ -185,39 +208,50 @@ def runs_on_upstream(job_id: int) -> bool:
 
 
 def paused(job_ids: list[int]) -> set[int]:
-    """The jobs whose timed schedule is paused. A pause holds every trigger of the job: Beat
-    skips its disabled task, its upstream does not start it (``orchestrator``), and "run
-    now" asks first (``tasks.start_run``)."""
+    """The paused jobs: paused through BDRE, or whose timed schedule was switched off (in
+    Beat's own admin, say). A pause holds every trigger of the job: Beat skips its disabled
+    task, its upstream does not start it (``orchestrator``), a run sent before the pause or
+    a backfill's next rebuild does not start (``hold``), and "run now" asks first."""
     names = {task_name(job_id): job_id for job_id in job_ids}
-    return {
+    off = {
         names[name]
         for name in PeriodicTask.objects.filter(name__in=names, enabled=False).values_list(
             "name", flat=True
         )
     }
+    return off | _flagged(job_ids, "paused")
 
 
 def is_paused(job_id: int) -> bool:
     return job_id in paused([job_id])
 
 
-def hold_manual_run(job_id: int, *, force: bool) -> None:
-    """116 for "run now" of a paused job unless the user confirmed it (``force``): a pause
-    is meant to hold the job, so running it anyway is asked for, not assumed."""
-    if not force and is_paused(job_id):
-        raise BdreError(
-            Code.JOB_PAUSED,
-            f"process {job_id}: resume its schedule, or run it anyway (force: true in the "
-            "API, --force on the command line, the second button on its page)",
+def hold(job_id: int, *, manual: bool, force: bool = False) -> None:
+    """116 when the job is paused. "Run now" (``manual``) passes when the user confirmed it
+    (``force``): a pause is meant to hold the job, so running it anyway is asked for, not
+    assumed. Every other trigger (the schedule, the upstream, the next rebuild of a
+    backfill, a run sent to the workers before the pause) is held, checked when the run
+    would start."""
+    if is_paused(job_id) and not (manual and force):
+        how = (
+            "resume it, or run it anyway (force: true in the API, --force on the command "
+            "line, the second button on its page)"
+            if manual
+            else "it runs when it is resumed"
         )
+        raise BdreError(Code.JOB_PAUSED, f"process {job_id} is paused: {how}")
+
+
+def _flagged(job_ids: list[int], key: str) -> set[int]:
+    return set(
+        Property.objects.filter(
+            process_id__in=job_ids, config_group="schedule", key=key, value="true"
+        ).values_list("process_id", flat=True)
+    )
 
 
 def _on_upstream(job_ids: list[int]) -> set[int]:
-    return set(
-        Property.objects.filter(
-            process_id__in=job_ids, config_group="schedule", key="on_upstream", value="true"
-        ).values_list("process_id", flat=True)
-    )
+    return _flagged(job_ids, "on_upstream")
 
 
 def schedule_of(job_id: int) -> Schedule:
@@ -226,7 +260,15 @@ def schedule_of(job_id: int) -> Schedule:
 
 def schedules_of(job_ids: list[int]) -> dict[int, Schedule]:
     """The schedules of many jobs in two queries (the dashboard lists every job's)."""
-    upstream = _on_upstream(job_ids)
+    flags: dict[int, set[str]] = {}
+    for job_id, key in (
+        Property.objects.filter(
+            process_id__in=job_ids, config_group="schedule", key__in=("on_upstream", "paused")
+        )
+        .filter(value="true")
+        .values_list("process_id", "key")
+    ):
+        flags.setdefault(job_id, set()).add(key)
     tasks = {
         task.name: task
         for task in PeriodicTask.objects.select_related("crontab", "interval").filter(
@@ -234,13 +276,17 @@ def schedules_of(job_ids: list[int]) -> dict[int, Schedule]:
         )
     }
     return {
-        job_id: _schedule(tasks.get(task_name(job_id)), job_id in upstream) for job_id in job_ids
+        job_id: _schedule(tasks.get(task_name(job_id)), flags.get(job_id, set()))
+        for job_id in job_ids
     }
 
 
-def _schedule(task: PeriodicTask | None, on_upstream: bool) -> Schedule:
+def _schedule(task: PeriodicTask | None, flags: set[str]) -> Schedule:
+    on_upstream = "on_upstream" in flags
     if task is None:
-        return Schedule(on_upstream=on_upstream, enabled=False)
+        paused = "paused" in flags
+        return Schedule(on_upstream=on_upstream, enabled=not paused, paused=paused)
+    paused = "paused" in flags or not task.enabled
     next_run = None
     if task.enabled:
         remaining = task.schedule.remaining_estimate(task.last_run_at or task.date_changed)
@@ -254,12 +300,14 @@ def _schedule(task: PeriodicTask | None, on_upstream: bool) -> Schedule:
             enabled=task.enabled,
             on_upstream=on_upstream,
             next_run=next_run,
+            paused=paused,
         )
     return Schedule(
         every_seconds=int(timedelta(**{task.interval.period: task.interval.every}).total_seconds()),
         enabled=task.enabled,
         on_upstream=on_upstream,
         next_run=next_run,
+        paused=paused,
     )
 
 

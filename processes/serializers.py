@@ -174,6 +174,11 @@ class ScheduleSerializer(serializers.Serializer):
     enabled = serializers.BooleanField(required=False, default=True)
     on_upstream = serializers.BooleanField(required=False, default=False)
     next_run = serializers.DateTimeField(read_only=True, allow_null=True)
+    paused = serializers.BooleanField(
+        read_only=True,
+        help_text="the job is paused (POST .../pause/): no trigger starts it, timed schedule "
+        "or not; enabled: false in a PUT pauses it too",
+    )
 
 
 class RunStartedSerializer(serializers.Serializer):

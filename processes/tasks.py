@@ -51,6 +51,9 @@ def run_process(
     try:
         started = start_run(process_id, max_batch, worker=self.request.hostname, trigger=trigger)
     except BdreError as exc:
+        if exc.code == Code.JOB_PAUSED:  # paused after Beat or the upstream sent this
+            log.info("process %s not started: %s", process_id, exc.message)
+            return {"process_id": process_id, "started": False, "outcome": "paused"}
         if exc.code in NOTHING_TO_DO:
             log.info("process %s not started: %s", process_id, exc.message)
             return {"process_id": process_id, "started": False, **exc.as_dict()}
@@ -75,11 +78,10 @@ def start_run(
     or has nothing new to consume (112, 109) is the user's answer, not a silent no-op in a
     worker's log; the schedule and the upstream trigger go through ``run_process``. A job
     whose scans find nothing new starts no run: the answer is then ``scan_gate.Quiet``
-    (docs/operations.md, "Quiet scans"). A manual run of a paused job is refused (116)
-    unless ``force``."""
+    (docs/operations.md, "Quiet scans"). A run of a paused job is refused (116): a manual
+    one unless ``force``, any other always (``schedules.hold``)."""
     _live_job(job_id)
-    if trigger == Trigger.MANUAL:
-        schedules.hold_manual_run(job_id, force=force)
+    schedules.hold(job_id, manual=trigger == Trigger.MANUAL, force=force)
     started = scan_gate.start(job_id, max_batch=max_batch, worker=worker, trigger=trigger)
     if isinstance(started, scan_gate.Quiet):
         return started
@@ -93,23 +95,29 @@ class ReplayStarted:
     rows_put_back: int
     runs: list[int]  # job runs started now
     waiting: list[int]  # jobs running already: their next run rebuilds first
+    paused: list[int]  # paused jobs: their batches wait for the resume
 
 
 def start_replay(plan: replay.ReplayPlan) -> ReplayStarted:
     """A backfill, rewind or reprocess: its first batches put back in the queue, and a run
     of each of their jobs started (recorded with the plan's trigger). A job running now
-    rebuilds on its next run, which its current one triggers; the batches downstream are
-    rebuilt as each is delivered again."""
+    rebuilds on its next run, which its current one triggers; a paused job's batches wait
+    for its resume (a pause holds every trigger); the batches downstream are rebuilt as
+    each is delivered again."""
     rows = replay.put_back(plan)
     runs: list[int] = []
     waiting: list[int] = []
+    paused: list[int] = []
     for job_id in plan.jobs_to_start:
         try:
             started = start_run(job_id, trigger=plan.trigger)
         except BdreError as exc:
-            if exc.code != Code.PARENT_ALREADY_RUNNING:
+            if exc.code == Code.JOB_PAUSED:
+                paused.append(job_id)
+            elif exc.code == Code.PARENT_ALREADY_RUNNING:
+                waiting.append(job_id)
+            else:
                 raise
-            waiting.append(job_id)
             continue
         # A job that also scans may answer Quiet: a run another trigger started meanwhile
         # rebuilds first, as any run of the job does.
@@ -118,7 +126,7 @@ def start_replay(plan: replay.ReplayPlan) -> ReplayStarted:
             waiting.append(job_id)
         else:
             runs.append(run)
-    return ReplayStarted(plan, rows, runs, waiting)
+    return ReplayStarted(plan, rows, runs, waiting, paused)
 
 
 @shared_task(name="processes.tasks.run_step", bind=True, acks_late=True, reject_on_worker_lost=True)

@@ -21,6 +21,7 @@ urlpatterns = [
     re_path(rf"^jobs/{ID}/edit/$", views.job_edit, name="ui-job-edit"),
     re_path(rf"^jobs/{ID}/backfill/$", replay_views.backfill, name="ui-job-backfill"),
     re_path(rf"^steps/{ID}/rewind/$", replay_views.rewind, name="ui-step-rewind"),
+    re_path(rf"^steps/{ID}/reset-marker/$", replay_views.reset_marker, name="ui-step-reset-marker"),
     re_path(rf"^batches/{ID}/reprocess/$", replay_views.reprocess_batch, name="ui-batch-reprocess"),
     re_path(rf"^files/{ID}/reprocess/$", replay_views.reprocess_file, name="ui-file-reprocess"),
     re_path(rf"^jobs/{ID}/save-template/$", views.template_save, name="ui-template-save"),

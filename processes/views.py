@@ -131,7 +131,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "schedule": schedule,
             "last_checked": scan_gate.last_checked(job),
             "can_run": can(request.user, job, Role.DEVELOPER),
-            "paused": schedule.is_timed and not schedule.enabled,
+            "paused": schedule.paused,
             "schedule_form": forms.ScheduleFields(
                 initial={
                     "every_seconds": schedule.every_seconds,
@@ -168,14 +168,15 @@ def job_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
             messages.success(request, f"Run {run_id} of {job.name} is terminated.")
         elif action == "pause":
             schedules.pause(job.pk)
-            messages.success(request, f"The schedule of {job.name} is paused.")
+            messages.success(
+                request,
+                f"{job.name} is paused: no schedule, upstream or replay trigger starts it.",
+            )
         elif action == "resume":
             schedules.resume(job.pk)
-            messages.success(request, f"The schedule of {job.name} runs again.")
+            messages.success(request, f"{job.name} is resumed: its triggers start it again.")
     except BdreError as exc:
         messages.error(request, f"{exc.message} (error {exc.code})")
-    except ValidationError as exc:  # pausing a job without a timed schedule, say
-        messages.error(request, " ".join(exc.messages))
     return redirect("ui-job", pk=job.pk)
 
 
@@ -488,7 +489,7 @@ def schedule_edit(request: HttpRequest, pk: int) -> HttpResponse:
     form = forms.ScheduleFields(request.POST)
     if form.is_valid():
         try:
-            schedules.set_schedule(job.pk, form.schedule())
+            schedules.change_timing(job.pk, form.schedule())
         except ValidationError as exc:
             messages.error(request, " ".join(exc.messages))
         else:

@@ -223,6 +223,18 @@ def spark(tmp_path_factory):
 # Why the suite's session has no S3A connector, if it has none (the s3a tests skip with it).
 S3A_MISSING: list[str] = []
 
+# CI sets it (.ci/run): a test that needs something of the machine (the S3A jars, Chromium,
+# the PostgreSQL JDBC driver) fails there when it is missing instead of skipping, so that a
+# set-up that broke is a red run, not a run with fewer tests.
+REQUIRE_ALL = os.environ.get("BDRE_TEST_REQUIRE_ALL", "") not in ("", "0", "false")
+
+
+def skip_unless_required(reason: str) -> None:
+    """Skip the test for ``reason``, or fail it where everything is required (CI)."""
+    if REQUIRE_ALL:
+        pytest.fail(f"required by BDRE_TEST_REQUIRE_ALL: {reason}", pytrace=False)
+    pytest.skip(reason)
+
 
 def s3a_test_conf() -> dict[str, str]:
     from django.conf import settings

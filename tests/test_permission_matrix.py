@@ -1320,8 +1320,17 @@ PAGE_TABLE = [
             ("ui-step-rewind", lambda w: f"/steps/{w.step.pk}/rewind/"),
             ("ui-batch-reprocess", lambda w: f"/batches/{w.batch.pk}/reprocess/?preview=1"),
             ("ui-file-reprocess", lambda w: f"/files/{w.file.pk}/reprocess/?preview=1"),
+            ("ui-step-reset-marker", lambda w: f"/steps/{w.scan_step.pk}/reset-marker/?key="),
         )
         for method in ("GET",)
+    ),
+    _page(
+        "ui-step-reset-marker",
+        "POST",
+        lambda w: f"/steps/{w.scan_step.pk}/reset-marker/",
+        Need.DEVELOPER,
+        body=lambda w: {"key": "a"},
+        probe=_state(ScanState, lambda w: w.scan_step.scan_state.pk, "marker"),
     ),
     _page(
         "ui-template-save",
@@ -1380,6 +1389,25 @@ PAGE_TABLE = [
         Need.ADMIN,
         body=lambda w: {"action": "remove", "membership": w.membership.pk},
         probe=_state(Membership, lambda w: w.membership.pk, "pk"),
+        label="remove",
+    ),
+    _page("ui-team-alerts", "GET", lambda w: f"/teams/{w.team.pk}/alerts/", Need.VIEWER),
+    _page(
+        "ui-team-alerts",
+        "POST",
+        lambda w: f"/teams/{w.team.pk}/alerts/",
+        Need.ADMIN,
+        body=lambda w: {"action": "add", "channel": "email", "target": "page@example.com"},
+        probe=_count(Destination, target="page@example.com"),
+        label="add",
+    ),
+    _page(
+        "ui-team-alerts",
+        "POST",
+        lambda w: f"/teams/{w.team.pk}/alerts/",
+        Need.ADMIN,
+        body=lambda w: {"action": "remove", "destination": w.destination.pk},
+        probe=_state(Destination, lambda w: w.destination.pk, "pk"),
         label="remove",
     ),
     _page(

@@ -21,7 +21,7 @@ class RefusedManifestName(ValueError):
     pass
 
 
-class RefusedDriver(ValueError):
+class RefusedExport(ValueError):
     pass
 
 
@@ -43,7 +43,7 @@ REFUSED = (
     TableNotWritable,
     RefusedManifestName,
     LocationRefused,
-    RefusedDriver,
+    RefusedExport,
     RefusedSparkOption,
 )
 
@@ -67,7 +67,7 @@ def check_step_properties(
     (``../../etc.x``), a location outside the team's storage roots (batches.locations), a
     Spark option a step may not set (spark_session.step_options)."""
     check_step_locations(kind, properties, TeamStorage(team_id))
-    check_export_driver(kind, properties)
+    check_export(kind, properties)
     step_options(kind, properties)
     if kind == "spark.sql":
         query = properties.get("sql", {}).get("query")
@@ -87,16 +87,34 @@ def check_step_properties(
             check_name(*split_name(str(value)) if qualified else (str(value), "t"))
 
 
-def check_export_driver(kind: str, properties: Mapping[str, Mapping[str, object]]) -> None:
+# A database table an export writes: a name, or schema.name (catalog.schema.name), unquoted:
+# it goes into the statement that replaces an earlier attempt's rows (spark_export).
+JDBC_TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*){0,2}")
+EXPORT_MODES = ("append", "overwrite")
+
+
+def check_export(kind: str, properties: Mapping[str, Mapping[str, object]]) -> None:
     """An export's ``jdbc_driver`` must be one of ``BDRE_JDBC_DRIVERS``: Spark loads the class
-    by its name, which runs its static code."""
-    value = properties.get("export", {}).get("jdbc_driver") if kind == "spark.export" else None
-    driver = "" if value is None else str(value)
+    by its name, which runs its static code. Its ``jdbc_table`` is a plain name, and its
+    ``mode`` one Spark and BDRE's rerun rule know."""
+    if kind != "spark.export":
+        return
+    export = properties.get("export", {})
+    driver = str(export.get("jdbc_driver") or "")
     if driver and driver not in settings.BDRE_JDBC_DRIVERS:
-        raise RefusedDriver(
+        raise RefusedExport(
             f"export.jdbc_driver {driver!r} is not one of BDRE_JDBC_DRIVERS: "
             f"{', '.join(settings.BDRE_JDBC_DRIVERS)}"
         )
+    table = export.get("jdbc_table")
+    if table is not None and not JDBC_TABLE.fullmatch(str(table)):
+        raise RefusedExport(
+            f"export.jdbc_table must be a plain table name (name or schema.name: letters, "
+            f"digits, _ and $), got {table!r}"
+        )
+    mode = export.get("mode")
+    if mode is not None and str(mode) not in EXPORT_MODES:
+        raise RefusedExport(f"export.mode must be append or overwrite, got {mode!r}")
 
 
 def check_step_run(context: JobContext) -> None:
@@ -115,12 +133,12 @@ def check_step_run(context: JobContext) -> None:
         raise
     try:
         check_step_locations(kind, properties, storage)
-        check_export_driver(kind, properties)
+        check_export(kind, properties)
         for file in context.files:
             server = storage.servers.get(file.server_id) if file.server_id else None
             if file.server_id and server is None:
                 raise LocationRefused(f"{file.path}: its server is not a server of the team")
             storage.check(file.path, server=server)
-    except (LocationRefused, RefusedDriver) as exc:
+    except (LocationRefused, RefusedExport) as exc:
         context.log("location.refused", str(exc), "security")
         raise

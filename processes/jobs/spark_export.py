@@ -2,12 +2,16 @@
 Properties (group ``export``): ``source_table`` (``db.table``), ``format`` (csv, parquet or
 jdbc); for files ``location`` (a folder URI; each batch goes to ``batch_id=<id>`` below it,
 replaced on a re-run); for jdbc ``jdbc_url``, ``jdbc_table``, ``jdbc_driver`` and the mode
-(``append`` by default). The column mapping, table to folder or database table, is recorded
-as the run's lineage (``lineage.steps``)."""
+(``append`` by default: the rows of the exported batches that an earlier attempt wrote, a
+retry's or a reprocess's, are deleted first, so each row is in the table once; ``overwrite``
+replaces the whole table). The column mapping, table to folder or database table, is
+recorded as the run's lineage (``lineage.steps``)."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+import logging
+
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from batches.locations import spark_path
@@ -15,6 +19,40 @@ from lineage.steps import StepLineage, Write, jdbc_name, table_name
 from processes.jobs import Counters, JobContext, register
 from processes.jobs.spark_io import input_batches, read_table, record_lineage, start
 from processes.jobs.spark_session import get_spark
+
+log = logging.getLogger(__name__)
+
+
+def delete_exported(
+    spark: SparkSession, options: dict[str, str], table: str, batches: list[int]
+) -> None:
+    """Delete the rows of ``batches`` that an earlier attempt exported to the database table:
+    a retry after a later step failed, or a reprocess, appends them again, once.
+
+    Through Spark's JDBC source, which any session has (a Spark Connect client too): a read
+    whose ``sessionInitStatement`` is the DELETE, run on the connection before its query,
+    which selects nothing. Reading the query's schema fails when the table does not exist
+    yet, and then nothing was exported before. ``table`` passed the registry's check
+    (``checks.JDBC_TABLE``); the ids are integers."""
+    if not batches:
+        return
+    ids = ", ".join(str(int(b)) for b in batches)
+    # The column as Spark created it: quoted, in lower case (Derby and Oracle would read an
+    # unquoted name in upper case), with the quotes of the database's dialect.
+    mysql = options["url"].startswith(("jdbc:mysql:", "jdbc:mariadb:"))
+    column = "`batch_id`" if mysql else '"batch_id"'
+    reader = (
+        spark.read.format("jdbc")
+        .options(**{k: v for k, v in options.items() if k != "dbtable"})
+        .option("query", f"SELECT 1 AS one FROM {table} WHERE 1 = 0")
+        .option("sessionInitStatement", f"DELETE FROM {table} WHERE {column} IN ({ids})")
+    )
+    try:
+        frame = reader.load()
+    except Exception as exc:
+        log.info("export to %s: no rows to replace (%s)", table, str(exc).splitlines()[0][:200])
+        return
+    frame.collect()
 
 
 def lineage(
@@ -51,9 +89,12 @@ def spark_export(context: JobContext) -> Counters:
         options = {"url": props["jdbc_url"], "dbtable": props["jdbc_table"]}
         if props.get("jdbc_driver"):
             options["driver"] = props["jdbc_driver"]
+        mode = props.get("mode", "append")
+        if mode == "append":
+            delete_exported(spark, options, props["jdbc_table"], input_batches(context))
         df.withColumn("batch_id", F.col("batch_id").cast("long")).write.format("jdbc").options(
             **options
-        ).mode(props.get("mode", "append")).save()
+        ).mode(mode).save()
         destination, cast = jdbc_name(props["jdbc_url"], props["jdbc_table"]), ("batch_id",)
     else:
         raise ValueError(f"export.format must be csv, parquet or jdbc, got {fmt!r}")

@@ -206,6 +206,37 @@ def test_a_run_past_its_sla_alerts_once_per_run(make_job, webhook):
     assert AlertGate.objects.get(job=job, kind="sla").suppressed == 0
 
 
+def test_a_run_that_ends_past_its_sla_between_two_checks_alerts_once(
+    make_job, webhook, eager, django_capture_on_commit_callbacks
+):
+    job = alerting(make_job("orders"), webhook=webhook.url, sla_minutes="30")
+    with django_capture_on_commit_callbacks(execute=True):
+        run = lifecycle.init_job(job.pk).instance_exec_id
+    # It ran for 31 minutes and succeeded before the periodic check came round.
+    InstanceExec.objects.filter(pk=run).update(start_ts=timezone.now() - timedelta(minutes=31))
+    for step in steps_of(job):
+        lifecycle.init_step(step.pk)
+        lifecycle.halt_step(step.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        lifecycle.halt_job(job.pk)
+
+    [body] = webhook.posts
+    assert (body["kind"], body["run"]["id"]) == ("sla", run)
+    assert body["detail"] == "took 31 min, its SLA is 30 min"
+    # The check that comes round next knows the run was told about.
+    assert services.run_checks() == []
+    assert len(webhook.posts) == 1
+
+
+def test_a_run_that_ends_within_its_sla_alerts_nobody(
+    make_job, webhook, eager, django_capture_on_commit_callbacks
+):
+    job = alerting(make_job("orders"), webhook=webhook.url, sla_minutes="30", on="sla")
+    with django_capture_on_commit_callbacks(execute=True):
+        run_job(job)
+    assert webhook.posts == [] and not Alert.objects.exists()
+
+
 def test_a_job_without_new_data_for_longer_than_its_freshness_alerts_once(make_job, smtp):
     job = alerting(make_job("orders"), email="ops@example.com", freshness_hours="2")
     Process.objects.filter(pk=job.pk).update(add_ts=timezone.now() - timedelta(hours=3))

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from batches import catalog, locations
 from batches.models import CatalogState, HiveTable
+from tests.conftest import skip_unless_required
 from tests.factories import (
     BusDomainFactory,
     HiveTableFactory,
@@ -398,14 +399,14 @@ def test_a_notebook_session_lists_and_queries_the_tables_sync_catalog_published(
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_postgresql_metastore_in_its_own_schema(lake, tmp_path):
     if not POSTGRES_JAR.exists():
-        pytest.skip(f"{POSTGRES_JAR} is missing: apt-get install libpostgresql-jdbc-java")
+        skip_unless_required(f"{POSTGRES_JAR} is missing: apt-get install libpostgresql-jdbc-java")
     import psycopg2
     from psycopg2 import sql
 
     try:
         psycopg2.connect(METASTORE_URL).close()
     except psycopg2.OperationalError as exc:
-        pytest.skip(f"no PostgreSQL at {METASTORE_URL}: {exc}")
+        skip_unless_required(f"no PostgreSQL at {METASTORE_URL}: {exc}")
     var, tables, _ = lake
     schema = f"hive_metastore_{uuid.uuid4().hex[:8]}"
     env = manage_env(var, BDRE_METASTORE_URL=METASTORE_URL, BDRE_METASTORE_SCHEMA=schema)

@@ -330,6 +330,29 @@ def test_an_export_names_only_a_jdbc_driver_of_the_installations(team):
     assert "BDRE_JDBC_DRIVERS" in response.content.decode()
 
 
+@pytest.mark.parametrize(
+    ("extra", "status", "says"),
+    [
+        ({"jdbc_table": "reports.daily_orders"}, 201, ""),
+        ({"jdbc_table": "orders; DROP TABLE users"}, 400, "export.jdbc_table must be a plain"),
+        ({"jdbc_table": "orders WHERE 1=1 --"}, 400, "export.jdbc_table must be a plain"),
+        ({"jdbc_table": "orders", "mode": "ignore"}, 400, "export.mode must be append or"),
+    ],
+)
+def test_an_export_names_a_plain_database_table_and_a_known_mode(team, extra, status, says):
+    """The table goes into the statement that replaces an earlier attempt's rows."""
+    grant_root(team.group, "jdbc:postgresql://reports.example.com/sales", server_type="jdbc")
+    export = {
+        "source_table": "lake.orders",
+        "format": "jdbc",
+        "jdbc_url": "jdbc:postgresql://reports.example.com/sales",
+        **extra,
+    }
+    response = register_pipeline(team.developer, pipeline(team, EXPORT, {"export": export}))
+    assert response.status_code == status, response.content
+    assert says in response.content.decode()
+
+
 def test_an_export_to_a_granted_jdbc_url_or_the_teams_folder_is_registered(team, tmp_path):
     grant_root(team.group, "jdbc:postgresql://reports.example.com:5432/sales", server_type="jdbc")
     for name, export in (

@@ -71,3 +71,15 @@ def log_a_line(context: JobContext) -> dict:
 
     logging.getLogger("tests.step_body").warning("working on batch %s", context.target_batch_id)
     return {}
+
+
+def talk_until_flag(context: JobContext) -> dict:
+    """Says a line, waits (up to a minute) for the file ``test.flag``, says another: a step
+    whose log grows while someone watches its run."""
+    print("first line, before the flag", flush=True)
+    flag = Path(context.properties("test")["flag"])
+    deadline = time.monotonic() + 60
+    while not flag.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    print("second line, the flag is there", flush=True)
+    return {"waited": 1}

@@ -63,7 +63,9 @@ def test_an_action_a_job_refuses_says_why(client, superuser, make_job):
     messages = texts(response)
     assert [m for m in messages if m.startswith("idle: ")], messages
     assert "Terminated: busy" in messages
-    assert "has no timed schedule" in " ".join(texts(act(client, "pause_schedule", idle)))
+    # A job without a timed schedule is paused all the same: a pause holds every trigger.
+    assert texts(act(client, "pause_schedule", idle)) == ["Paused: idle"]
+    assert schedules.is_paused(idle.pk)
 
 
 def test_server_secrets_are_never_shown(client, superuser, team):

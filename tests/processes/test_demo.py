@@ -120,3 +120,82 @@ def test_make_demo_runs_the_pipeline_on_the_embedded_worker(local_demo):
     assert "default.daily_page_views" in out and "default.atomic_events" in out
     # Where a notebook finds them: the published catalog (Beat syncs it, batches/catalog.py).
     assert re.search(r"in the catalog as: .*\bt\d+_default\.atomic_events\b", out), out
+
+
+NOTEBOOK = """
+import json
+
+found = {}
+for database in sorted(d.name for d in spark.catalog.listDatabases()):
+    for table in spark.catalog.listTables(database):
+        name = f"{database}.{table.name}"
+        found[name] = {
+            "partitions": sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {name}").collect()),
+            "rows": spark.sql(f"SELECT count(*) FROM {name}").first()[0],
+        }
+events = [t for t in found if t.endswith(".atomic_events")][0]
+daily = [t for t in found if t.endswith(".daily_page_views")][0]
+# A user's own query across two of BDRE's tables, by their catalog names.
+found["page_views"] = spark.sql(
+    f"SELECT sum(page_views) FROM {daily}"
+).first()[0]
+found["page_view_events"] = spark.sql(
+    f"SELECT count(*) FROM {events} WHERE event = 'page_view'"
+).first()[0]
+print("FOUND " + json.dumps(found))
+spark.stop()
+"""
+
+
+@pytest.mark.worker
+@pytest.mark.spark
+def test_a_notebook_session_lists_and_queries_the_tables_the_demo_wrote(local_demo, tmp_path):
+    """What docs/operations.md tells a notebook user: `manage.py sync_catalog --print-conf`
+    gives the lines of a SparkSession that sees BDRE's tables, with their batch partitions,
+    in the published catalog; here on the tables the demo's pipeline wrote."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    assert local_demo.returncode == 0, local_demo.out + local_demo.log
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "CELERY_BROKER_URL") and not k.startswith("SPARK_")
+    } | {"BDRE_VAR_DIR": str(local_demo.var_dir)}
+    manage = [sys.executable, str(ROOT / "manage.py"), "sync_catalog"]
+    synced = subprocess.run(manage, env=env, capture_output=True, text=True, timeout=300)
+    assert synced.returncode == 0, synced.stdout + synced.stderr[-3000:]
+    conf = subprocess.run(
+        [*manage, "--print-conf"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert conf.returncode == 0, conf.stderr[-3000:]
+    cwd = tmp_path / "notebook"
+    cwd.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", conf.stdout + NOTEBOOK],
+        cwd=cwd,
+        env={k: v for k, v in os.environ.items() if not k.startswith("SPARK_")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    found = json.loads(
+        next(x for x in done.stdout.splitlines() if x.startswith("FOUND ")).removeprefix("FOUND ")
+    )
+
+    written = local_demo.tables()  # read from the Parquet folders themselves
+    warehouse = local_demo.var_dir / "warehouse"
+    for name, rows in written.items():
+        database, table = name.split(".")
+        matches = [k for k in found if k.endswith(f"_{database}.{table}")]
+        assert len(matches) == 1, (name, sorted(found))
+        published = found[matches[0]]
+        assert published["rows"] == len(rows), name
+        (folder,) = warehouse.glob(f"team-*/{database}/{table}")
+        assert published["partitions"] == sorted(
+            p.name for p in folder.glob("batch_id=*") if p.is_dir()
+        ), name
+    assert found["page_views"] == found["page_view_events"] > 0

@@ -161,3 +161,37 @@ def test_a_step_over_the_jobs_time_limit_fails_the_run(team, worker):
     assert run.exec_state_id == ExecState.FAILED
     assert "SoftTimeLimitExceeded" in run.error
     assert (run.end_ts - run.start_ts).total_seconds() < 20
+
+
+def test_a_job_that_only_follows_its_upstream_is_paused_and_resumed(team, sent):
+    upstream = job_of(team, "producer", [callable_step("produce")])
+    follower = create_job(
+        bus_domain=team.application,
+        name="follower",
+        process_type_id=JOB_TYPE,
+        steps=[StepSpec("follow", CALL, upstream=[upstream.pk])],
+    )
+    schedules.set_schedule(follower.pk, Schedule(on_upstream=True))
+    shown = schedules.pause(follower.pk)
+    assert shown.paused and shown.on_upstream
+
+    def upstream_run() -> list[int]:
+        started = orchestrator.start(upstream.pk)
+        (step_id,) = started.ready
+        assert orchestrator.execute_step(started.instance_exec_id, step_id).state == "succeeded"
+        return orchestrator.advance(started.instance_exec_id).downstream
+
+    assert upstream_run() == []
+    assert schedules.resume(follower.pk).paused is False
+    assert upstream_run() == [follower.pk]
+
+
+def test_a_run_sent_before_the_pause_does_not_start_after_it(team, sent):
+    job = job_of(team, "nightly", [callable_step("only")])
+    schedules.set_schedule(job.pk, Schedule(every_seconds=3600))
+    # Beat sent the run, then the job was paused before a worker took the message.
+    schedules.pause(job.pk)
+    for trigger in ("schedule", "upstream"):
+        answer = tasks.run_process.apply(args=(job.pk,), kwargs={"trigger": trigger}).get()
+        assert answer == {"process_id": job.pk, "started": False, "outcome": "paused"}
+    assert not InstanceExec.objects.filter(process=job).exists()

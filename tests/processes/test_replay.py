@@ -5,10 +5,14 @@ them, each in its own target batch again; nothing new queued twice, nothing else
 from __future__ import annotations
 
 import contextlib
+import os
+import time
 from datetime import timedelta
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState, File
@@ -345,3 +349,188 @@ def test_a_bad_file_fixed_and_reprocessed_gives_the_rows_of_a_clean_run(
     rewritten = {p.split("/")[0] for p in orders_after if orders_after[p] != orders_before.get(p)}
     assert rewritten == {f"batch_id={first_orders}"}
     assert {p.split("/")[0] for p in totals_after} == {p.split("/")[0] for p in totals_before}
+
+
+def test_a_backfill_of_a_paused_job_puts_its_batches_back_and_waits_for_the_resume(
+    team, chain, queued, drive, committed
+):
+    from processes import schedules
+
+    schedules.pause(chain.tidy.pk)  # tidy has no timed schedule: a pause holds it all the same
+    today = timezone.localdate()
+    client = api_as(team.developer)
+    url = f"/api/v1/processes/{chain.tidy.pk}/backfill/"
+    body = {"since": str(today - timedelta(days=1)), "until": str(today)}
+    preview = client.post(url, {**body, "preview": True}, format="json").json()
+    assert preview["paused"] == [chain.tidy.pk]
+    with committed():
+        answer = client.post(url, body, format="json")
+    assert answer.status_code == 202, answer.content
+    assert answer.json()["runs"] == [] and answer.json()["paused"] == [chain.tidy.pk]
+    assert answer.json()["rows_put_back"] == 3
+    drive()
+    assert len(_runs(chain.tidy)) == 2  # nothing started while paused
+
+    schedules.resume(chain.tidy.pk)
+    with committed():
+        tasks.start_run(chain.tidy.pk, trigger="schedule")
+    drive()  # each success starts the next rebuild, the pause lifted
+    assert [t for t, _, _ in _runs(chain.tidy)[2:]] == chain.targets["tidy"]
+
+
+def test_the_rebuilds_left_of_a_backfill_wait_when_the_job_is_paused_midway(
+    team, chain, queued, drive, committed
+):
+    from processes import schedules
+
+    today = timezone.localdate()
+    with committed():
+        api_as(team.developer).post(
+            f"/api/v1/processes/{chain.tidy.pk}/backfill/",
+            {"since": str(today - timedelta(days=1)), "until": str(today)},
+            format="json",
+        )
+    schedules.pause(chain.tidy.pk)  # after the first run started, before it ends
+    drive()
+    assert [t for t, _, _ in _runs(chain.tidy)[2:]] == chain.targets["tidy"][:1]
+    assert BatchConsumpQueue.objects.filter(
+        process__parent=chain.tidy, target_batch_id=chain.targets["tidy"][1]
+    ).exists()  # the second batch waits for the resume
+
+
+def _table_files(location: str) -> dict[str, float]:
+    """Each data file of a table, by its path below the table, with when it was written."""
+    from pathlib import Path
+
+    root = Path(location)
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*.parquet")}
+
+
+def _landed_a_minute_ago(files: list[Path]) -> None:
+    """The demo's scan takes files at least 5 seconds old."""
+    for path in files:
+        os.utime(path, (time.time() - 60, time.time() - 60))
+
+
+def _demo_tables(spark, application) -> dict[str, list]:
+    from batches.models import HiveTable
+
+    return {
+        f"{t.dbname}.{t.table_name}": sorted(
+            (tuple(r) for r in spark.read.parquet(t.location).collect()), key=repr
+        )
+        for t in HiveTable.objects.filter(bus_domain=application)
+    }
+
+
+def test_reprocessing_one_demo_file_replaces_exactly_its_downstream_partitions(
+    tmp_path, settings, spark, queued, drive, committed
+):
+    """The demo's pipeline (scan -> shred with the four deduplication strategies and a
+    manifest -> daily SQL), two rounds of files, the second repeating events of the first;
+    then one file of the first round reprocessed: its shred batch and the daily batch made
+    of it are built again, with the same rows (the manifest's rerun rule: a batch rebuilt
+    is not a duplicate of itself), and no other partition is written."""
+    from batches.models import HiveTable
+    from processes import demo
+
+    settings.BDRE_LANDING = tmp_path / "landing"
+    settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
+    setup = demo.set_up_demo()
+    ingest, shred, daily = setup.jobs
+    folder = demo.landing_folder(setup.team)
+
+    first_round, seen = demo.generate_landing(folder, files=2, events=300, in_flight=False)
+    _landed_a_minute_ago(first_round)
+
+    for job in (ingest, shred, daily):
+        assert orchestrator.run_job(job.pk).succeeded, job.name
+    second_round, _ = demo.generate_landing(
+        folder, files=1, events=300, repeat_from=seen, in_flight=False
+    )
+    _landed_a_minute_ago(second_round)
+    for job in (ingest, shred, daily):
+        assert orchestrator.run_job(job.pk).succeeded, job.name
+    shred_counters = [
+        r.counters for r in InstanceExec.objects.filter(process__parent=shred).order_by("id")
+    ]
+    assert shred_counters[1]["dup_cross_batch_natural"] > 0  # the second round repeats
+
+    tables_before = _demo_tables(spark, setup.application)
+    locations = {
+        f"{t.dbname}.{t.table_name}": t.location
+        for t in HiveTable.objects.filter(bus_domain=setup.application)
+    }
+    files_before = {name: _table_files(loc) for name, loc in locations.items()}
+    first_file = File.objects.filter(batch__bus_domain=setup.application).order_by("path").first()
+
+    client = api_as(User.objects.get(username=demo.DEMO_USERNAME))
+    url = f"/api/v1/files/{first_file.pk}/reprocess/"
+    plan = client.post(url, {"preview": True}, format="json").json()
+    assert [r["job"] for r in plan["rebuilds"]] == ["clickstream_shred", "clickstream_daily"]
+    rebuilt = {r["target_batch_id"] for r in plan["rebuilds"]}
+    planned = set(plan["partitions"])
+    assert f"default.atomic_events/batch_id={plan['batches'][0]}" in planned
+    with committed():
+        assert client.post(url, {}, format="json").status_code == 202
+    drive()  # the shred's rebuild, then the daily job it triggers (on_upstream)
+
+    assert [r.trigger for r in InstanceExec.objects.filter(process=shred).order_by("id")] == [
+        "manual",
+        "manual",
+        "reprocess",
+    ]
+    assert InstanceExec.objects.filter(process=daily).order_by("-id").first().trigger == "replay"
+    assert not BatchConsumpQueue.objects.filter(process__parent__in=[shred, daily]).exists()
+    # The same rows, nothing lost and nothing twice: the file did not change.
+    assert _demo_tables(spark, setup.application) == tables_before
+    # Exactly the planned partitions were written again; every other file is untouched.
+    for name, location in locations.items():
+        after = _table_files(location)
+        for path, written in files_before[name].items():
+            batch = int(path.split("batch_id=")[1].split("/")[0])
+            if batch in rebuilt:
+                assert f"{name}/batch_id={batch}" in planned, (name, path)
+            else:
+                assert after.get(path) == written, (name, path)
+        for path in after:
+            batch = int(path.split("batch_id=")[1].split("/")[0])
+            assert batch in rebuilt or path in files_before[name], (name, path)
+
+
+def test_a_failed_demo_step_shows_its_traceback_and_spark_lines_on_its_run_page(
+    tmp_path, settings, spark, client
+):
+    """The demo's daily step, given a statement that fails while Spark runs it: its run page
+    shows the step's log with the traceback, Spark's error and the Spark job's lines."""
+    from processes import demo, registry
+
+    settings.BDRE_LANDING = tmp_path / "landing"
+    settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
+    settings.BDRE_LOG_DIR = tmp_path / "step-logs"
+    setup = demo.set_up_demo()
+    ingest, shred, daily = setup.jobs
+    files, _ = demo.generate_landing(
+        demo.landing_folder(setup.team), files=1, events=200, in_flight=False
+    )
+    _landed_a_minute_ago(files)
+    for job in (ingest, shred):
+        assert orchestrator.run_job(job.pk).succeeded, job.name
+    registry.set_properties(
+        daily.steps.get(),
+        {
+            "sql": {
+                "query": "SELECT raise_error(concat('no page views on ', event)) AS day "
+                "FROM atomic_events WHERE batch_id IN ({batch_ids})"
+            }
+        },
+    )
+    outcome = orchestrator.run_job(daily.pk)
+    assert not outcome.succeeded
+
+    client.force_login(User.objects.get(username=demo.DEMO_USERNAME))
+    page = client.get(f"/runs/{outcome.instance_exec_id}/").content.decode()
+    assert "Traceback (most recent call last):" in page
+    assert "no page views on " in page  # Spark's own error, raised in a task
+    assert "bdre.spark: Spark application " in page
+    assert "bdre.spark: Spark job " in page and " FAILED" in page

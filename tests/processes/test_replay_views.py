@@ -80,7 +80,39 @@ def test_only_the_owning_teams_developers_reach_the_pages(team, chain, queued, w
         f"/steps/{chain.tidy.steps.get().pk}/rewind/",
         f"/batches/{chain.targets['tidy'][0]}/reprocess/",
         f"/files/{file.pk}/reprocess/",
+        f"/steps/{chain.ingest.steps.get().pk}/reset-marker/",
     ):
         assert client.get(url).status_code == status, url
         assert client.post(url).status_code == status, url
     assert not BatchConsumpQueue.objects.exists()
+
+
+def test_a_scan_step_s_marker_is_moved_back_from_the_job_page(team, chain, queued):  # noqa: F811
+    from batches.models import ScanState
+
+    scan = chain.ingest.steps.get()
+    client = _as(team.developer)
+    job_page = client.get(f"/jobs/{chain.ingest.pk}/").content.decode()
+    assert f"/steps/{scan.pk}/reset-marker/" in job_page
+    assert f"/steps/{scan.pk}/rewind/" not in job_page  # a scan consumes no queue
+    assert ScanState.objects.get(process=scan).marker == "c.csv"
+
+    plan = client.get(f"/steps/{scan.pk}/reset-marker/", {"key": "a.csv"}).content.decode()
+    assert "c.csv" in plan and "a.csv" in plan
+    assert "2 files after it are registered already" in plan  # listed, not registered again
+    assert ScanState.objects.get(process=scan).marker == "c.csv"  # the plan changes nothing
+
+    forward = client.get(f"/steps/{scan.pk}/reset-marker/", {"key": "z.csv"}).content.decode()
+    assert "it only moves back" in forward and "Move the marker" not in forward
+
+    done = client.post(f"/steps/{scan.pk}/reset-marker/?key=a.csv", {"key": "a.csv"})
+    assert done.status_code == 302 and done["Location"] == f"/jobs/{chain.ingest.pk}/"
+    assert ScanState.objects.get(process=scan).marker == "a.csv"
+    files = File.objects.count()
+    assert client.get(f"/jobs/{chain.ingest.pk}/").status_code == 200
+    # The next scan lists b.csv and c.csv again and registers neither twice.
+    from processes import orchestrator
+
+    orchestrator.run_job(chain.ingest.pk)
+    assert File.objects.count() == files
+    assert ScanState.objects.get(process=scan).marker == "c.csv"

@@ -9,11 +9,13 @@ import json
 import multiprocessing
 import time
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 from django.db import connections
+from django.utils import timezone
 
 from batches.ingest.storage import LocalStorage
 from batches.models import Batch, BatchConsumpQueue, File, ScanState
@@ -394,3 +396,22 @@ def test_run_process_from_the_shell_says_no_run_started_and_exits_0(ingest, sent
         "detail": "nothing new: 0 keys listed",
     }
     assert not InstanceExec.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_scan_that_keeps_finding_nothing_reports_no_growing_lag(
+    ingest, landing, sent, django_capture_on_commit_callbacks
+):
+    """A quiet check lists the location as a scan does: the metric of how long ago a scan
+    last listed it must not grow while the checks keep finding nothing."""
+    from tests.processes.test_metrics import labels, scrape
+
+    job, step, _ = ingest
+    land(landing, "a.tsv")
+    tick(job, sent, django_capture_on_commit_callbacks)  # the run that registers a.tsv
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    ScanState.objects.filter(process=step).update(last_scan_ts=an_hour_ago)
+    result = tick(job, sent, django_capture_on_commit_callbacks)
+    assert result["outcome"] == "nothing_new"
+    where = labels(team="analytics", job_name="ingest", step_name="scan")
+    assert scrape()[("bdre_scan_last_run_age_seconds", where)] < 60

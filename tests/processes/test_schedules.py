@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django_celery_beat.models import PeriodicTask
 
+from bdre.errors import BdreError
 from processes import schedules
 from processes.schedules import Schedule
 
@@ -91,8 +92,9 @@ def test_an_invalid_schedule_names_its_field(make_job, schedule, field):
 def test_a_step_has_no_schedule(make_job):
     job = make_job("parent")
     step = job.steps.get()
-    with pytest.raises(ValidationError):
+    with pytest.raises(BdreError) as refused:
         schedules.set_schedule(step.pk, Schedule(every_seconds=60))
+    assert (refused.value.code, refused.value.http_status) == (102, 404)
 
 
 def test_the_reaper_is_scheduled_once(db):

@@ -36,18 +36,22 @@ def test_saving_a_template_under_a_taken_name_says_so(team, pipeline):
     assert ProcessTemplate.objects.filter(name="clicks_daily", parent=None).count() == 1
 
 
-def test_a_forged_pause_of_a_job_that_runs_on_its_upstream_says_what_to_do(team, pipeline):
+def test_a_job_that_runs_on_its_upstream_is_paused_and_resumed_from_its_page(team, pipeline):
     job, _ = pipeline
     schedules.set_schedule(job.pk, schedules.Schedule(on_upstream=True))
     client = client_as(team.developer)
-    assert f"/jobs/{job.pk}/pause/" not in client.get(f"/jobs/{job.pk}/").content.decode()
+    assert f"/jobs/{job.pk}/pause/" in client.get(f"/jobs/{job.pk}/").content.decode()
     answer = client.post(f"/jobs/{job.pk}/pause/", follow=True)
     assert answer.redirect_chain == [(f"/jobs/{job.pk}/", 302)]
-    assert (
-        "clicks has no timed schedule to pause (it runs when an upstream job queues a batch): "
-        "give it a cron expression or an interval first." in answer.content.decode()
-    )
-    assert schedules.schedule_of(job.pk).on_upstream
+    page = answer.content.decode()
+    assert "clicks is paused: no schedule, upstream or replay trigger starts it." in page
+    assert f"/jobs/{job.pk}/resume/" in page
+    assert schedules.is_paused(job.pk) and schedules.schedule_of(job.pk).on_upstream
+    # Editing its schedule keeps it paused.
+    client.post(f"/jobs/{job.pk}/schedule/", {"timezone": "UTC", "on_upstream": "on"})
+    assert schedules.is_paused(job.pk)
+    client.post(f"/jobs/{job.pk}/resume/")
+    assert not schedules.is_paused(job.pk)
 
 
 def test_a_property_group_longer_than_its_column_is_an_error_on_the_step_s_field(team):

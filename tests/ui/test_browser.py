@@ -14,6 +14,7 @@ from django.conf import settings
 
 from lineage.extract import extract, record
 from processes.models import Process
+from tests.conftest import REQUIRE_ALL
 from tests.factories import LineageQueryFactory
 from tests.processes.workers import Worker, purge_broker, worker_env
 
@@ -23,7 +24,7 @@ CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
 CALL = 51
 
-if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
+if not Path(CHROMIUM).exists() and not os.environ.get("CI") and not REQUIRE_ALL:
     pytest.skip("Debian's chromium is not installed (.ci/run installs it)", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api")
 

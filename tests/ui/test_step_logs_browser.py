@@ -55,3 +55,57 @@ def test_a_viewer_reads_searches_and_downloads_a_failed_steps_log(
     assert text.startswith("==== step talk (step run ")
     assert "stdout: printed w1" in text
     assert "Traceback" not in text
+
+
+def test_the_run_page_tails_a_running_steps_log_without_a_reload(
+    team, live_server, browser, settings, tmp_path
+):
+    """The page of a run in progress shows the step's log as it grows, then the run's end,
+    by itself: no reload (a marker set on the page's window at load survives)."""
+    import threading
+
+    from django.db import connection
+
+    from processes.models import InstanceExec
+
+    settings.BDRE_LOG_DIR = tmp_path / "step-logs"
+    flag = tmp_path / "flag"
+    job = job_of(
+        team,
+        "watched",
+        [callable_step("talk", "tests.processes.callables.talk_until_flag", flag=str(flag))],
+    )
+
+    def run() -> None:
+        try:
+            orchestrator.run_job(job.pk)
+        finally:
+            connection.close()
+
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
+    try:
+        page = log_in(browser, live_server, team.viewer, viewport=(1100, 900))
+        run_id = None
+        for _ in range(100):
+            run_id = InstanceExec.objects.filter(process=job).values_list("pk", flat=True).first()
+            if run_id:
+                break
+            page.wait_for_timeout(100)
+        page.goto(f"{live_server.url}/runs/{run_id}/")
+        page.evaluate("window.notReloaded = true")
+        log = page.locator("[data-testid=step-log]").first
+        log.get_by_text("first line, before the flag").wait_for()
+        assert "second line" not in log.inner_text()
+        assert page.locator("[data-testid=run-state]").inner_text() == "RUNNING"
+        shot(page, "step-logs-live-running")
+
+        flag.write_text("go")
+        page.locator("[data-testid=run-state]", has_text="SUCCESS").wait_for(timeout=30_000)
+        log = page.locator("[data-testid=step-log]").first
+        assert "second line, the flag is there" in log.inner_text()
+        assert page.evaluate("window.notReloaded") is True
+        shot(page, "step-logs-live-done")
+    finally:
+        flag.write_text("go")
+        runner.join(60)

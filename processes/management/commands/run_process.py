@@ -27,7 +27,7 @@ class Command(JsonCommand):
 
     def run(self, **o: Any) -> object:
         if o["wait"]:
-            schedules.hold_manual_run(o["process_id"], force=o["force"])
+            schedules.hold(o["process_id"], manual=True, force=o["force"])
             return orchestrator.run_job(o["process_id"], max_batch=o["max_batch"])
         started = tasks.start_run(o["process_id"], o["max_batch"], force=o["force"])
         if isinstance(started, scan_gate.Quiet):  # its scans found nothing new: no run

@@ -43,7 +43,7 @@ class Command(JsonCommand):
                 on_upstream = o["on_upstream"]
                 if on_upstream is None:
                     on_upstream = schedules.runs_on_upstream(job)
-                schedules.set_schedule(
+                schedules.change_timing(
                     job,
                     schedules.Schedule(
                         cron=o["cron"] or "",

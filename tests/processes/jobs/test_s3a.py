@@ -17,7 +17,7 @@ from batches.models import HiveTable
 from bdre import s3a_jars
 from processes import orchestrator
 from processes.jobs.spark_session import session_conf
-from tests.conftest import S3A_MISSING, one_jvm_only
+from tests.conftest import S3A_MISSING, one_jvm_only, skip_unless_required
 from tests.factories import HiveTableFactory, grant_root, steps_job
 
 SCAN, LOAD, SQL, CALLABLE = 52, 53, 56, 51
@@ -131,7 +131,7 @@ def s3_lake(spark, s3_endpoint, team):
     the session's S3A settings for it: per bucket, as an installation sets them in
     SPARK_CONF (spark.hadoop.fs.s3a.bucket.<bucket>.endpoint...)."""
     if S3A_MISSING:
-        pytest.skip(f"no S3A connector: {S3A_MISSING[0]}")
+        skip_unless_required(f"no S3A connector: {S3A_MISSING[0]}")
     bucket = f"lake-{uuid.uuid4().hex[:12]}"
     client = s3_client(endpoint_url=s3_endpoint, region="us-east-1")
     client.create_bucket(Bucket=bucket)

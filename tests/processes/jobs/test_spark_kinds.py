@@ -8,10 +8,11 @@ import json
 import pytest
 from pyspark.testing import assertDataFrameEqual
 
-from batches.models import HiveTable
+from batches.models import File, HiveTable
 from lineage import openlineage
 from lineage.models import LineageQuery, LineageRelation, QueryKind
-from processes import orchestrator
+from lineage.steps import jdbc_name
+from processes import orchestrator, replay
 from processes.jobs import spark_cleanse, spark_sql
 from processes.models import InstanceExec
 from tests.conftest import one_jvm_only
@@ -308,6 +309,65 @@ def test_export_to_a_jdbc_table(team, lake, spark):
         .load()
     )
     assert sorted(r["name"] for r in back.collect()) == ["one", "two"]
+
+
+# An in-memory Derby database is one JVM's: a cluster's executors would write to their own.
+@one_jvm_only
+def test_a_jdbc_export_run_again_leaves_each_row_once(team, lake, spark):
+    """A retry after a later step failed, and a reprocess of the batch, export its rows
+    again: the rows the earlier attempts wrote for those batches are replaced, not added
+    to (nothing twice), and the plan of the reprocess names the table's batch."""
+    landing = lake / "landing"
+    (landing / "a.tsv").write_text("id\tname\n1\tone\n2\ttwo\n")
+    ingest = steps_job(
+        team, "ingest", [(SCAN, {"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}})]
+    )
+    url = f"jdbc:derby:memory:bdre{id(lake)}again;create=true"
+    grant_root(team.group, url, server_type="jdbc")
+    driver = "org.apache.derby.jdbc.EmbeddedDriver"
+    flow = steps_job(
+        team,
+        "flow",
+        [
+            (LOAD, {"load": {"format": "tsv", "table": "lake.names"}}),
+            (
+                EXPORT,
+                {
+                    "export": {
+                        "source_table": "lake.names",
+                        "format": "jdbc",
+                        "jdbc_url": url,
+                        "jdbc_table": "NAMES",
+                        "jdbc_driver": driver,
+                    }
+                },
+            ),
+            (51, {"callable": {"path": "tests.processes.jobs.test_spark_kinds.fail_once"}}),
+        ],
+        upstream=[ingest],
+    )
+    orchestrator.run_job(ingest.pk)
+    FAILS.clear()
+    assert not orchestrator.run_job(flow.pk).succeeded  # exported, then the last step broke
+    flow.steps.update(can_recover=False)  # the re-run runs the export again
+    assert orchestrator.run_job(flow.pk).succeeded
+
+    def exported() -> list[str]:
+        back = spark.read.format("jdbc").options(url=url, dbtable="NAMES", driver=driver).load()
+        return sorted(r["name"] for r in back.collect())
+
+    assert exported() == ["one", "two"]
+
+    plan = replay.plan_reprocess_file(File.objects.get().pk)
+    (rebuilt,) = plan.rebuilds
+    # The database table's rows of the batches the export read, named without credentials.
+    assert f"{jdbc_name(url, 'NAMES')}/batch_id={File.objects.get().batch_id}" in (
+        rebuilt.partitions
+    )
+    assert f"lake.names/batch_id={rebuilt.target_batch_id}" in rebuilt.partitions
+    replay.put_back(plan)
+    assert orchestrator.run_job(flow.pk).succeeded
+    assert exported() == ["one", "two"]
 
 
 def test_a_query_the_lineage_parser_cannot_resolve_still_runs(team, lake, spark):
