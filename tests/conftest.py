@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -253,32 +252,31 @@ def s3a_test_conf() -> dict[str, str]:
     return s3a_conf({})
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
-def s3_endpoint():
-    """A real S3 endpoint, ``moto_server`` on 127.0.0.1, for the session."""
-    port = free_port()
+def s3_endpoint(tmp_path_factory):
+    """A real S3 endpoint, ``moto_server`` on 127.0.0.1, for the session. It binds a port
+    the system picks (port 0) and says which in its log: a port found free beforehand could
+    be taken by another process meanwhile (CI runs test processes side by side), and the
+    tests would then talk to that process."""
+    import re
+
     binary = Path(sys.executable).with_name("moto_server")
-    proc = subprocess.Popen(
-        [str(binary), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    log = tmp_path_factory.mktemp("moto") / "moto.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [str(binary), "-H", "127.0.0.1", "-p", "0"], stdout=out, stderr=subprocess.STDOUT
+        )
     deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
+    port = None
+    while port is None and time.time() < deadline and proc.poll() is None:
+        found = re.search(r"Running on http://127\.0\.0\.1:(\d+)", log.read_text())
+        if found:
+            port = int(found.group(1))
+        else:
             time.sleep(0.1)
-    else:
+    if port is None:
         proc.kill()
-        raise RuntimeError("moto_server did not start")
+        raise RuntimeError(f"moto_server did not start: {log.read_text()[-2000:]}")
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
     yield f"http://127.0.0.1:{port}"
