@@ -260,6 +260,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Spark steps have a queue of their own, for workers sized (and placed) for Spark.
 BDRE_QUEUE = env_str("BDRE_QUEUE", "celery")
 BDRE_SPARK_QUEUE = env_str("BDRE_SPARK_QUEUE", "spark")
+# Every Spark queue a step may name (its run.spark_queue), the default one first: pools of
+# Spark-queue workers with executors sized differently (SPARK_CONF of their own).
+BDRE_SPARK_QUEUES = list(
+    dict.fromkeys([BDRE_SPARK_QUEUE, *env_list("BDRE_SPARK_QUEUES", [BDRE_SPARK_QUEUE])])
+)
 CELERY_TASK_DEFAULT_QUEUE = BDRE_QUEUE
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_TASK_SERIALIZER = "json"

@@ -29,7 +29,8 @@ def start_worker(
     its pool processes and the Spark JVMs they started."""
     argv = [sys.executable, "-m", "celery", "-A", "bdre", "worker"]
     argv += ["-B"] if beat else []
-    argv += ["-Q", f"{settings.BDRE_QUEUE},{settings.BDRE_SPARK_QUEUE}"]
+    # Embedded (one machine): every queue, a step's own Spark queue too.
+    argv += ["-Q", ",".join([settings.BDRE_QUEUE, *settings.BDRE_SPARK_QUEUES])]
     argv += ["--concurrency", str(concurrency), "--loglevel", loglevel]
     argv += ["-n", name] if name else []
     # Workers started together need not exchange state at start-up; it only slows them.

@@ -9,6 +9,7 @@ ingest job queued files for it, and the daily summary as soon as the shred job q
 
 from __future__ import annotations
 
+import json
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,9 +40,36 @@ class DemoSetup:
     password: str | None  # None when the user existed already (password unchanged)
     team: Group
     application: BusDomain
-    jobs: list[Process]
+    jobs: list[Process]  # every job, upstream before downstream
     superuser: str = DEMO_SUPERUSER
     superuser_password: str | None = None  # None when the superuser existed already
+
+    def job(self, name: str) -> Process:
+        return next(j for j in self.jobs if j.name == name)
+
+    @property
+    def ingest(self) -> Process:
+        return self.job("clickstream_ingest")
+
+    @property
+    def shred(self) -> Process:
+        return self.job("clickstream_shred")
+
+    @property
+    def daily(self) -> Process:
+        return self.job("clickstream_daily")
+
+    @property
+    def export(self) -> Process:
+        return self.job("clickstream_daily_export")
+
+    @property
+    def pages_ingest(self) -> Process:
+        return self.job("clickstream_pages_ingest")
+
+    @property
+    def pages(self) -> Process:
+        return self.job("clickstream_pages")
 
 
 def _user(username: str, *, superuser: bool) -> tuple[User, str | None]:
@@ -58,6 +86,30 @@ def _user(username: str, *, superuser: bool) -> tuple[User, str | None]:
     return create(username, f"{username}@example.com", password), password
 
 
+# The reference file's rules: what spark.cleanse keeps in default.pages, and why it sends a
+# row to default.pages_invalid.
+PAGE_RULES = [
+    {"name": "page_url", "type": "string", "required": True, "pattern": "^https://"},
+    {"name": "section", "type": "string", "required": True},
+    {"name": "price", "type": "double", "required": True},
+]
+
+
+def _scan(landing: Path, include: str) -> dict[str, dict[str, str]]:
+    return {
+        "scan": {
+            "location": landing.as_uri(),
+            "include": include,
+            "min_age_seconds": "5",
+            # A file still being written holds the files after it back for 15 seconds at
+            # most, then the scan moves past it.
+            "hold_seconds": "15",
+            "max_files": "1000",
+            "reconcile_every": "10",
+        }
+    }
+
+
 @transaction.atomic
 def set_up_demo() -> DemoSetup:
     # The demo's login is an admin of its team, not a superuser, so the pages show what a
@@ -72,99 +124,155 @@ def set_up_demo() -> DemoSetup:
         defaults={
             "owner": DEMO_USERNAME,
             "description": "Snowplow enriched events from the web site, shredded and "
-            "deduplicated, summarised per day.",
+            "deduplicated, summarised per day; the shop's page list, loaded and cleansed.",
         },
     )
     landing = landing_folder(team)
-    jobs = [
-        _job(
-            application,
-            name="clickstream_ingest",
-            process_type_id=1,
-            description="Registers new enriched-event files from the landing folder.",
-            steps=[
-                StepSpec(
-                    name="clickstream_ingest_scan",
-                    process_type_id=11,
-                    description="Marker listing of the landing folder.",
-                    properties={
-                        "scan": {
-                            "location": landing.as_uri(),
-                            "min_age_seconds": "5",
-                            # A file still being written holds the files after it back
-                            # for 15 seconds at most, then the scan moves past it.
-                            "hold_seconds": "15",
-                            "max_files": "1000",
-                            "reconcile_every": "10",
-                        }
-                    },
-                )
-            ],
-        ),
-    ]
-    jobs.append(
-        _job(
-            application,
-            name="clickstream_shred",
-            process_type_id=2,
-            description="Shreds enriched events into atomic events and contexts, deduplicated.",
-            steps=[
-                StepSpec(
-                    name="clickstream_shred_events",
-                    process_type_id=23,
-                    upstream=[jobs[0].pk],
-                    description="Enriched TSV to atomic events with four dedup strategies.",
-                    properties={
-                        "shred": {"atomic_table": "atomic_events"},
-                        "dedup": {
-                            "in_batch_natural": "true",
-                            "cross_batch_natural": "true",
-                            "in_batch_synthetic": "true",
-                            "cross_batch_synthetic": "true",
-                            "manifest": "database",
-                            "ttl_days": "180",
-                        },
-                    },
-                )
-            ],
-        )
+    ingest = _job(
+        application,
+        name="clickstream_ingest",
+        process_type_id=1,
+        description="Registers new enriched-event files from the landing folder.",
+        steps=[
+            StepSpec(
+                name="clickstream_ingest_scan",
+                process_type_id=11,
+                description="Marker listing of the landing folder's event files (*.tsv).",
+                properties=_scan(landing, "*.tsv"),
+            )
+        ],
     )
-    jobs.append(
-        _job(
-            application,
-            name="clickstream_daily",
-            process_type_id=3,
-            description="Daily page-view summary, cut at the end-of-day batch.",
-            steps=[
-                StepSpec(
-                    name="clickstream_daily_summary",
-                    process_type_id=31,
-                    upstream=[jobs[1].pk],
-                    batch_cut_pattern="EOD",
-                    properties={
-                        "sql": {
-                            "output_table": "daily_page_views",
-                            # Only the shred batches this run consumed: each run counts
-                            # its own input once, and a rebuilt batch counts what it did.
-                            "query": "SELECT to_date(collector_tstamp) AS day, "
-                            "count(*) AS page_views FROM atomic_events "
-                            "WHERE event = 'page_view' AND batch_id IN ({batch_ids}) "
-                            "GROUP BY to_date(collector_tstamp)",
-                        }
+    # An installation set up before the page list shares the folder: its scan keeps to the
+    # event files from now on.
+    Property.objects.get_or_create(
+        process=ingest.steps.get(),
+        config_group="scan",
+        key="include",
+        defaults={"value": "*.tsv", "description": "the event files; pages-*.csv is not"},
+    )
+    shred = _job(
+        application,
+        name="clickstream_shred",
+        process_type_id=2,
+        description="Shreds enriched events into atomic events and contexts, deduplicated.",
+        steps=[
+            StepSpec(
+                name="clickstream_shred_events",
+                process_type_id=23,
+                upstream=[ingest.pk],
+                description="Enriched TSV to atomic events with four dedup strategies.",
+                properties={
+                    "shred": {"atomic_table": "atomic_events"},
+                    "dedup": {
+                        "in_batch_natural": "true",
+                        "cross_batch_natural": "true",
+                        "in_batch_synthetic": "true",
+                        "cross_batch_synthetic": "true",
+                        "manifest": "database",
+                        "ttl_days": "180",
                     },
-                )
-            ],
-        )
+                },
+            )
+        ],
+    )
+    daily = _job(
+        application,
+        name="clickstream_daily",
+        process_type_id=3,
+        description="Daily page-view summary, cut at the end-of-day batch.",
+        steps=[
+            StepSpec(
+                name="clickstream_daily_summary",
+                process_type_id=31,
+                upstream=[shred.pk],
+                batch_cut_pattern="EOD",
+                properties={
+                    "sql": {
+                        "output_table": "daily_page_views",
+                        # Only the shred batches this run consumed: each run counts its own
+                        # input once, and a rebuilt batch counts what it did.
+                        "query": "SELECT to_date(collector_tstamp) AS day, "
+                        "count(*) AS page_views FROM atomic_events "
+                        "WHERE event = 'page_view' AND batch_id IN ({batch_ids}) "
+                        "GROUP BY to_date(collector_tstamp)",
+                    }
+                },
+            )
+        ],
+    )
+    export = _job(
+        application,
+        name="clickstream_daily_export",
+        process_type_id=4,
+        description="Hands each daily summary to the reporting tools as CSV files.",
+        steps=[
+            StepSpec(
+                name="clickstream_daily_export_csv",
+                process_type_id=41,
+                upstream=[daily.pk],
+                description="daily_page_views, one folder of CSV files per batch.",
+                properties={
+                    "export": {
+                        "source_table": "default.daily_page_views",
+                        "format": "csv",
+                        "location": export_folder(team).as_uri(),
+                    }
+                },
+            )
+        ],
+    )
+    pages_ingest = _job(
+        application,
+        name="clickstream_pages_ingest",
+        process_type_id=1,
+        description="Registers the shop's page lists from the landing folder.",
+        steps=[
+            StepSpec(
+                name="clickstream_pages_scan",
+                process_type_id=11,
+                description="Marker listing of the landing folder's page lists (pages-*.csv).",
+                properties=_scan(landing, "pages-*.csv"),
+            )
+        ],
+    )
+    pages = _job(
+        application,
+        name="clickstream_pages",
+        process_type_id=2,
+        description="Loads each page list and keeps its valid rows.",
+        steps=[
+            StepSpec(
+                name="clickstream_pages_load",
+                process_type_id=21,
+                upstream=[pages_ingest.pk],
+                description="The CSV files as they are, into default.pages_raw.",
+                properties={"load": {"format": "csv", "table": "default.pages_raw"}},
+            ),
+            StepSpec(
+                name="clickstream_pages_cleanse",
+                process_type_id=22,
+                description="Valid rows, typed, to default.pages; the others, with why.",
+                properties={
+                    "cleanse": {
+                        "source_table": "default.pages_raw",
+                        "clean_table": "default.pages",
+                        "invalid_table": "default.pages_invalid",
+                        "rules": json.dumps(PAGE_RULES),
+                    }
+                },
+            ),
+        ],
     )
     Property.objects.get_or_create(
-        process=jobs[1],
+        process=shred,
         config_group="run",
         key="batch_marking",
         defaults={"value": "EOD", "description": "each shred batch closes a day for the demo"},
     )
-    if not schedules.schedule_of(jobs[0].pk).is_timed:
-        schedules.set_schedule(jobs[0].pk, schedules.Schedule(every_seconds=DEMO_SCAN_SECONDS))
-    for job in jobs[1:]:
+    for scanning in (ingest, pages_ingest):
+        if not schedules.schedule_of(scanning.pk).is_timed:
+            schedules.set_schedule(scanning.pk, schedules.Schedule(every_seconds=DEMO_SCAN_SECONDS))
+    for job in (shred, daily, export, pages):
         if not schedules.runs_on_upstream(job.pk):
             schedules.set_schedule(job.pk, schedules.Schedule(on_upstream=True))
     return DemoSetup(
@@ -172,9 +280,14 @@ def set_up_demo() -> DemoSetup:
         password,
         team,
         application,
-        jobs,
+        [ingest, pages_ingest, shred, pages, daily, export],
         superuser_password=superuser_password,
     )
+
+
+def export_folder(team: Group) -> Path:
+    """Where the demo's export writes its CSV files: the team's own warehouse folder."""
+    return Path(settings.BDRE_WAREHOUSE) / f"team-{team.pk}" / "exports" / "daily_page_views"
 
 
 def landing_folder(team: Group) -> Path:
@@ -222,6 +335,27 @@ def generate_landing(
     return written, seen
 
 
+SECTIONS = ("tv", "audio", "phones", "computers", "cameras")
+
+
+def generate_pages(folder: Path, *, pages: int = 60) -> Path:
+    """The shop's page list (``pages-<time>.csv``: page_url, section, price), the same rows
+    every time, with four rows the cleanse refuses (no section, not https, a price that is
+    no number, no URL)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = ["page_url,section,price"]
+    for i in range(pages):
+        lines.append(f"https://shop.example/p/{i},{SECTIONS[i % len(SECTIONS)]},{10 + i * 7.5}")
+    lines += [
+        "https://shop.example/p/900,,19.99",
+        "http://shop.example/p/901,tv,5",
+        "https://shop.example/p/902,audio,free",
+        ",phones,12",
+    ]
+    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+    return _write(folder / f"pages-{stamp}.csv", lines)
+
+
 def _write(path: Path, lines: list[str]) -> Path:
     partial = path.with_name("_" + path.name)  # "_" names are in flight for the scan
     partial.write_text("\n".join(lines) + "\n")
@@ -241,6 +375,9 @@ class DemoSummary:
     counters: dict[str, int]  # the shred step's counters, summed over its runs
     tables: list[str]
     catalog: list[str]  # the tables' names in the published catalog
+    pages: dict[str, int]  # the page list's cleanse counters, summed over its runs
+    exported: dict[str, int]  # the export step's counters, summed over its runs
+    export_folder: str
 
     def lines(self) -> list[str]:
         c = self.counters
@@ -272,6 +409,15 @@ class DemoSummary:
             "synthetic duplicates (the same id, another event) are not removed: they are kept "
             "in events out under new ids, each with a duplicate context naming its original id",
         ]
+        out += [
+            f"  page list rows:      {self.pages.get('rows_in', 0)}",
+            f"  valid page rows:     {self.pages.get('rows_out', 0)}",
+            f"  invalid page rows:   {self.pages.get('bad_rows', 0)}",
+            "                       (in default.pages, and default.pages_invalid with the "
+            "reason of each)",
+            f"  rows exported:       {self.exported.get('rows_out', 0)}",
+            f"                       (CSV files in {self.export_folder})",
+        ]
         out.append(f"  tables written:      {', '.join(self.tables) or 'none yet'}")
         if self.catalog:
             # Beat's periodic sync publishes them (docs/operations.md, "The catalog").
@@ -296,17 +442,11 @@ def summary(setup: DemoSetup) -> DemoSummary:
         runs[job.name] = ExecState(last.exec_state_id).name if last else "not run yet"
         if runs_of_job.filter(exec_state_id=ExecState.RUNNING).exists():
             runs[job.name] += " (and one running now)"
-    totals: dict[str, int] = {}
-    for counters in InstanceExec.objects.filter(
-        process__parent=setup.jobs[1], exec_state_id=ExecState.SUCCESS
-    ).values_list("counters", flat=True):
-        for key, value in counters.items():
-            if isinstance(value, int):
-                totals[key] = totals.get(key, 0) + value
-    # A tick of the ingest schedule that finds nothing new is a quiet check, not a run
+    # A tick of a scan's schedule that finds nothing new is a quiet check, not a run
     # (docs/operations.md, "Quiet scans"): every ingest run is one that registered files.
+    scanning = [setup.ingest, setup.pages_ingest]
     scan_runs = InstanceExec.objects.filter(
-        process__parent=setup.jobs[0], exec_state_id=ExecState.SUCCESS
+        process__parent__in=scanning, exec_state_id=ExecState.SUCCESS
     ).values_list("counters", flat=True)
     return DemoSummary(
         files=File.objects.filter(batch__bus_domain=app).count(),
@@ -316,11 +456,11 @@ def summary(setup: DemoSetup) -> DemoSummary:
         scan_runs=len(scan_runs),
         empty_scan_runs=sum(1 for c in scan_runs if not c.get("registered")),
         quiet_checks=sum(
-            ScanState.objects.filter(process__parent=setup.jobs[0]).values_list(
+            ScanState.objects.filter(process__parent__in=scanning).values_list(
                 "quiet_checks", flat=True
             )
         ),
-        counters=totals,
+        counters=_summed(setup.shred.steps.get()),
         tables=sorted(
             f"{t.dbname}.{t.table_name}" for t in HiveTable.objects.filter(bus_domain=app)
         ),
@@ -329,14 +469,36 @@ def summary(setup: DemoSetup) -> DemoSummary:
             for t in HiveTable.objects.filter(bus_domain=app)
             if settings.BDRE_CATALOG
         ),
+        pages=_summed(setup.pages.steps.get(name="clickstream_pages_cleanse")),
+        exported=_summed(setup.export.steps.get()),
+        export_folder=str(export_folder(setup.team)),
     )
 
 
+def _summed(step: Process) -> dict[str, int]:
+    """A step's counters, summed over its successful runs."""
+    totals: dict[str, int] = {}
+    for counters in InstanceExec.objects.filter(
+        process=step, exec_state_id=ExecState.SUCCESS
+    ).values_list("counters", flat=True):
+        for key, value in counters.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                totals[key] = totals.get(key, 0) + value
+    return totals
+
+
 def passes_done(setup: DemoSetup) -> int:
-    """How many times the last job of the pipeline has succeeded."""
+    """How many times the events went through the pipeline, to its export."""
     return InstanceExec.objects.filter(
-        process=setup.jobs[-1], exec_state_id=ExecState.SUCCESS
+        process=setup.export, exec_state_id=ExecState.SUCCESS
     ).count()
+
+
+def pages_loaded(setup: DemoSetup) -> bool:
+    """Whether the page list's own branch (one file) went through."""
+    return InstanceExec.objects.filter(
+        process=setup.pages, exec_state_id=ExecState.SUCCESS
+    ).exists()
 
 
 def _job(application: BusDomain, **kwargs: object) -> Process:

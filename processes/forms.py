@@ -240,13 +240,26 @@ class StepEditForm(forms.Form):
     properties = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 5}), help_text=PROPERTIES_HELP
     )
+    after = forms.CharField(
+        required=False,
+        label="next steps",
+        help_text="names, comma separated; blank: none (a last step)",
+    )
+    upstream = TeamMultipleChoiceField(
+        queryset=Process.objects.none(), required=False, label="upstream jobs"
+    )
     remove = forms.BooleanField(required=False, label="remove this step")
 
-    def __init__(self, *args: Any, steps: list[Process], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, steps: list[Process], user: AnyUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         step_field = self.fields["step"]
         assert isinstance(step_field, forms.TypedChoiceField)  # declared above
         step_field.choices = [(s.pk, s.name) for s in steps]
+        _model_choices(self, "upstream").queryset = (
+            scope(user, Process.objects.filter(parent__isnull=True, deleted=False))
+            .select_related("bus_domain__team")
+            .order_by("name")
+        )
         # tall enough for the statement it holds (a SQL query over many lines)
         text = str(self["properties"].value() or "")
         self.fields["properties"].widget.attrs["rows"] = min(max(text.count("\n") + 2, 3), 24)
@@ -261,6 +274,8 @@ class StepEditForm(forms.Form):
             description=data.get("description") or "",
             properties=data.get("properties") or {},
             remove=bool(data.get("remove")),
+            next=[n.strip() for n in (data.get("after") or "").split(",") if n.strip()],
+            upstream=[u.pk for u in data.get("upstream") or []],
         )
 
 

@@ -312,10 +312,16 @@ def _fail(step: Process, step_run: int, job_run_id: int, error: str) -> None:
 
 
 def queue_of(step: Process) -> str:
-    """Spark steps go to their own queue (workers sized for Spark), the others to the
-    default one."""
+    """Spark steps go to a Spark queue (workers sized for Spark): the one the step names
+    (``run.spark_queue``, a pool whose executors are sized for it), else the default one;
+    the other steps to the default queue. A queue no longer among ``BDRE_SPARK_QUEUES``
+    goes to the default Spark queue, whose worker fails the step saying why
+    (``checks.check_step_run``): sent to a queue nobody reads, it would wait forever."""
     kind = step.process_type.job_kind
-    return settings.BDRE_SPARK_QUEUE if kind.startswith("spark.") else settings.BDRE_QUEUE
+    if not kind.startswith("spark."):
+        return settings.BDRE_QUEUE
+    named = step.property_value("run", "spark_queue")
+    return named if named in settings.BDRE_SPARK_QUEUES else settings.BDRE_SPARK_QUEUE
 
 
 # --- terminate -----------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from django.db.models import Model
 from django.forms import BaseForm, BaseFormSet
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
@@ -206,7 +207,9 @@ def _run_context(request: HttpRequest, pk: int) -> dict[str, Any]:
         .order_by("id")
     )
     first = run.start_ts
-    last = max([s.end_ts or s.start_ts for s in steps] + [run.end_ts or run.start_ts])
+    # A running run and its running steps last until now: the page refreshes while they go.
+    now = timezone.now() if run.exec_state_id == ExecState.RUNNING else run.start_ts
+    last = max([s.end_ts or max(s.start_ts, now) for s in steps] + [run.end_ts or now])
     span = max((last - first).total_seconds(), 1.0)
     for step in steps:
         end = step.end_ts or last
@@ -416,6 +419,10 @@ def _edit_forms(
             "kind": s.process_type.job_kind,
             "description": s.description,
             "properties": forms.format_properties(props[s.pk]),
+            "after": ", ".join(
+                n.name for n in s.next_processes.filter(deleted=False).order_by("id")
+            ),
+            "upstream": [u.pk for u in s.enqueuing_processes.all()],
         }
         for s in steps
     ]
@@ -425,7 +432,10 @@ def _edit_forms(
     return (
         forms.JobEditForm(data, initial=job_initial),
         forms.StepEditFormSet(
-            data, initial=step_initial, prefix="step", form_kwargs={"steps": steps}
+            data,
+            initial=step_initial,
+            prefix="step",
+            form_kwargs={"steps": steps, "user": request.user},
         ),
         forms.NewStepFormSet(data, prefix="new"),
     )

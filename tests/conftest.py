@@ -50,16 +50,38 @@ MARKER_FIXTURES = {
     "worker": {"worker", "local_demo"},
     "browser": {"browser"},  # Playwright's Chromium (tests/ui/test_browser.py)
     "cluster": {"standalone", "connect_server"},  # tests/cluster/
+    "demo": {"local_demo"},  # `make demo`'s pipeline run once, compared and queried
+}
+
+# The fixtures through which a test reaches the test database.
+DATABASE_FIXTURES = {
+    "db",
+    "transactional_db",
+    "django_db_reset_sequences",
+    "django_db_serialized_rollback",
 }
 
 
+def uses_database(item: pytest.Item) -> bool:
+    used = set(getattr(item, "fixturenames", ()))
+    return bool(used & DATABASE_FIXTURES) or item.get_closest_marker("django_db") is not None
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         for marker, fixtures in MARKER_FIXTURES.items():
             if used & fixtures and not item.get_closest_marker(marker):
                 item.add_marker(marker)
+    # CI's PostgreSQL pass (.ci/run): what touches no database does the same on both, and
+    # the SQLite pass ran it already.
+    if os.environ.get("BDRE_TEST_DATABASE_ONLY", "") not in ("", "0", "false"):
+        kept = [item for item in items if uses_database(item)]
+        deselected = [item for item in items if not uses_database(item)]
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = kept
 
 
 def spark_is_running() -> bool:

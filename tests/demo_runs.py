@@ -38,9 +38,12 @@ class DemoRun:
             for folder in sorted((self.var_dir / "warehouse").glob("team-*/*/*"))
             if folder.is_dir() and any(folder.glob("batch_id=*"))
         ]
+        # The export's folder holds CSV files (exports/daily_page_views), the tables Parquet.
         data = {
             f"{folder.parent.name}.{folder.name}": ds.dataset(
-                folder, format="parquet", partitioning="hive"
+                folder,
+                format="csv" if folder.parent.name == "exports" else "parquet",
+                partitioning="hive",
             ).to_table()
             for folder in folders
         }

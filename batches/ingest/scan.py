@@ -14,6 +14,10 @@ one (a ``_SUCCESS`` flag, an abandoned upload) no longer holds the marker.
 
 A key that appears below the marker (a rename, a late upload) is found by the reconciliation
 listing, every ``reconcile_every`` scans or on demand, and counted as late.
+
+``include`` (comma list of name patterns, ``*.tsv``) keeps the step to some files of the
+location: the others are never registered and never hold the marker, so that two steps can
+share one location, each taking its own kind of file.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ class ScanOptions:
     min_age_seconds: int = 60
     hold_seconds: int = 86_400
     in_flight_patterns: tuple[str, ...] = DEFAULT_IN_FLIGHT
+    include: tuple[str, ...] = ()  # name patterns of the files the step takes; (): all
     max_files: int = 10_000
     reconcile_every: int = 24
     on_overwrite: str = "ignore"
@@ -94,6 +99,7 @@ class ScanOptions:
         except LocationRefused as exc:
             raise ScanConfigError(f"{step.name}: {exc}") from exc
         patterns = props.get("in_flight_patterns")
+        include = props.get("include", "")
         return cls(
             location=props["location"],
             min_age_seconds=number("min_age_seconds", 60),
@@ -103,6 +109,7 @@ class ScanOptions:
                 if patterns is not None
                 else DEFAULT_IN_FLIGHT
             ),
+            include=tuple(p.strip() for p in include.split(",") if p.strip()),
             max_files=number("max_files", 10_000, 1),
             reconcile_every=number("reconcile_every", 24),
             on_overwrite=on_overwrite,
@@ -143,6 +150,7 @@ class ScanResult:
     skipped_in_flight: int = 0
     skipped_empty: int = 0
     skipped_unsafe: int = 0  # names Spark would read as a pattern (batches.locations.UNSAFE)
+    skipped_excluded: int = 0  # names ``include`` does not take: another step's files
     skipped_young: int = 0
     overwritten: int = 0
     late: int = 0
@@ -180,6 +188,11 @@ class _Scanner:
         name = key.rsplit("/", 1)[-1]
         return any(fnmatch.fnmatchcase(name, p) for p in self.options.in_flight_patterns)
 
+    def excluded(self, key: str) -> bool:
+        name = key.rsplit("/", 1)[-1]
+        include = self.options.include
+        return bool(include) and not any(fnmatch.fnmatchcase(name, p) for p in include)
+
     def remaining(self) -> int:
         return self.options.max_files - self.result.registered
 
@@ -198,6 +211,8 @@ class _Scanner:
                     if reason == "skipped_unsafe":
                         # Never readable whatever its age: it does not hold the marker.
                         self.log("unsafe_key", f"{obj.key}: {UNSAFE_KEY_REASON}")
+                    elif reason == "skipped_excluded":
+                        pass  # never this step's: it does not hold the marker either
                     else:
                         held = held or obj.last_modified > hold_after
                 if not held:
@@ -214,8 +229,12 @@ class _Scanner:
             return "skipped_empty"
         if UNSAFE.search(obj.key):
             return "skipped_unsafe"
+        # In flight before excluded: an upload's temporary name (x.tsv_current) holds the
+        # marker of a step that takes its final name (x.tsv sorts below it).
         if self.in_flight(obj.key):
             return "skipped_in_flight"
+        if self.excluded(obj.key):
+            return "skipped_excluded"
         if obj.last_modified > self.now - timedelta(seconds=self.options.min_age_seconds):
             return "skipped_young"
         return None
@@ -479,9 +498,10 @@ def _count_new(scanner: _Scanner, page: list[ObjectInfo], found: CheckResult) ->
     as it would decide (``register_page``); True once there is one."""
     ready = []
     for obj in page:
-        if scanner.not_ready(obj) is None:
+        reason = scanner.not_ready(obj)
+        if reason is None:
             ready.append(obj)
-        else:
+        elif reason != "skipped_excluded":  # another step's file: not "not ready yet"
             found.not_ready += 1
     uris = {scanner.storage.uri_of(o.key): o for o in ready}
     known = scanner.registered(uris)

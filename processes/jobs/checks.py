@@ -12,7 +12,7 @@ from batches.locations import LocationRefused, TeamStorage, check_step_locations
 from batches.tables import TableNotWritable, check_name, split_name
 from processes.jobs import JobContext
 from processes.jobs.python_callable import RefusedCallable, resolve
-from processes.jobs.spark_session import RefusedSparkOption, step_options
+from processes.jobs.spark_session import RefusedSparkOption, check_spark_queue, step_options
 from processes.jobs.sql_guard import RefusedStatement, check_query
 from processes.models import Property, grouped_properties
 
@@ -69,6 +69,7 @@ def check_step_properties(
     check_step_locations(kind, properties, TeamStorage(team_id))
     check_export(kind, properties)
     step_options(kind, properties)
+    check_spark_queue(kind, properties)
     if kind == "spark.sql":
         query = properties.get("sql", {}).get("query")
         if query:
@@ -128,6 +129,7 @@ def check_step_run(context: JobContext) -> None:
     properties = grouped_properties(Property.objects.filter(process=step))
     try:
         step_options(kind, properties)
+        check_spark_queue(kind, properties)
     except RefusedSparkOption as exc:
         context.log("spark.refused", str(exc), "security")
         raise

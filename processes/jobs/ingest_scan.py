@@ -20,7 +20,8 @@ def ingest_scan(context: JobContext) -> Counters:
         f"{result.registered}, in flight {result.skipped_in_flight}, young "
         f"{result.skipped_young}, empty {result.skipped_empty}, unsafe names "
         f"{result.skipped_unsafe}, late {result.late}, "
-        f"overwritten {result.overwritten}",
+        f"overwritten {result.overwritten}"
+        + (f", other steps' files {result.skipped_excluded}" if result.skipped_excluded else ""),
         "scan",
     )
     return result.counters()

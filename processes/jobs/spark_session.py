@@ -296,9 +296,27 @@ def _refusal(key: str) -> str | None:
         # worker's one application serves every step it runs, other teams' too.
         return (
             "it is fixed when the worker's Spark application starts, and a step cannot start "
-            "one of its own: set it for every session in SPARK_CONF or spark-defaults.conf"
+            "one of its own: set it in the SPARK_CONF of a pool of Spark-queue workers and "
+            "send the step to their queue with run.spark_queue"
         )
     return "not a Spark option (spark.*)"
+
+
+def check_spark_queue(kind: str, properties: Mapping[str, Mapping[str, object]]) -> None:
+    """A step's ``run.spark_queue``: one of ``BDRE_SPARK_QUEUES``, on a Spark step."""
+    queue = properties.get("run", {}).get("spark_queue")
+    if queue is None:
+        return
+    if not kind.startswith("spark."):
+        raise RefusedSparkOption(
+            f"run.spark_queue: only Spark steps (spark.*) go to a Spark queue; this is "
+            f"{kind or 'a job'}: set it on its Spark steps"
+        )
+    if str(queue) not in settings.BDRE_SPARK_QUEUES:
+        raise RefusedSparkOption(
+            f"run.spark_queue {queue!r} is not one of BDRE_SPARK_QUEUES: "
+            f"{', '.join(settings.BDRE_SPARK_QUEUES)}"
+        )
 
 
 def step_options(kind: str, properties: Mapping[str, Mapping[str, object]]) -> dict[str, str]:

@@ -1,5 +1,6 @@
 """Editing a registered job as a whole, as its page does: the job's fields and properties,
-each step's description and properties, steps removed and steps added. One transaction made
+each step's description, properties, next steps and upstream jobs, steps removed and steps
+added. One transaction made
 of the one-process services the API calls (``update_process``, ``delete_process``,
 ``create_process``) and the properties' (``replace_properties``), so that the page and the
 API accept and refuse the same things; nothing is kept when any part is refused."""
@@ -33,6 +34,8 @@ class StepEdit:
     description: str = ""
     properties: Properties = field(default_factory=dict)
     remove: bool = False
+    next: list[str] | None = None  # the steps it leads to, by name; None: as they are
+    upstream: list[int] | None = None  # the jobs whose batches it consumes; None: as they are
 
 
 @dataclass
@@ -113,6 +116,15 @@ def edit_job(job_id: int, edit: JobEdit) -> Process:
             job.steps.filter(deleted=False, **{column: old}).update(**{column: value})
 
     steps = {s.pk: s for s in job.steps.filter(deleted=False)}
+    # The links as they were: a step whose links are given as they were keeps the ones its
+    # job has by then (a step removed above links the steps before it to those after it).
+    links_before = {
+        pk: (
+            sorted(step.next_processes.filter(deleted=False).values_list("name", flat=True)),
+            sorted(step.enqueuing_processes.values_list("pk", flat=True)),
+        )
+        for pk, step in steps.items()
+    }
     for change in edit.steps:
         step = steps.pop(change.step_id, None)  # each step once
         if step is None:
@@ -129,7 +141,26 @@ def edit_job(job_id: int, edit: JobEdit) -> Process:
     for new in edit.new_steps:
         _add_step(job, new)
 
+    # The links last: a step may lead to a step added above, never to one removed.
     live = _live_steps(job)
+    by_id = {s.pk: s for s in live.values()}
+    for change in edit.steps:
+        step = by_id.get(change.step_id)
+        if step is None:
+            continue
+        next_before, upstream_before = links_before.get(step.pk, ([], []))
+        relink = StepEdit(
+            step.pk,
+            next=None if change.next is None or sorted(change.next) == next_before else change.next,
+            upstream=(
+                None
+                if change.upstream is None or sorted(change.upstream) == upstream_before
+                else change.upstream
+            ),
+        )
+        if relink.next is not None or relink.upstream is not None:
+            with _said_of(step.name):
+                _relink(job, step, live, relink)
     if not live:
         raise ValidationError({"steps": NEEDS_A_STEP})
     followed = {
@@ -139,6 +170,25 @@ def edit_job(job_id: int, edit: JobEdit) -> Process:
         job.pk, ProcessChanges.of(job, next=[s for s in live.values() if s.pk not in followed])
     )
     return job
+
+
+def _relink(job: Process, step: Process, live: dict[str, Process], change: StepEdit) -> None:
+    nxt = None
+    if change.next is not None:
+        unknown = [name for name in change.next if name not in live]
+        if unknown:
+            raise ValidationError(
+                {"next_processes": f"{', '.join(unknown)}: no such step in {job.name}."}
+            )
+        nxt = [live[name] for name in change.next]
+    upstream = None
+    if change.upstream is not None:
+        found = Process.objects.in_bulk(change.upstream)
+        missing = [str(pk) for pk in change.upstream if pk not in found]
+        if missing:
+            raise ValidationError({"enqueuing_processes": f"no job {', '.join(missing)}."})
+        upstream = [found[pk] for pk in change.upstream]
+    update_process(step.pk, ProcessChanges.of(step, next=nxt, enqueuing=upstream))
 
 
 def _add_step(job: Process, new: NewStep) -> Process:

@@ -158,17 +158,17 @@ def test_a_number_too_large_for_the_database_is_a_400_without_the_database_s_wor
         assert word not in detail
 
 
-def test_pausing_a_job_that_runs_on_its_upstream_says_what_to_do(team):
+def test_pausing_a_job_that_runs_on_its_upstream_holds_it_and_an_unknown_job_is_a_404(team):
     job = JobFactory(bus_domain=team.application, name="sessions")
     schedules.set_schedule(job.pk, schedules.Schedule(on_upstream=True))
-    answer = api_as(team.developer).post(f"/api/v1/processes/{job.pk}/pause/")
-    assert answer.status_code == 400
-    assert answer.json() == {
-        "schedule": [
-            "sessions has no timed schedule to pause (it runs when an upstream job queues a "
-            "batch): give it a cron expression or an interval first."
-        ]
-    }
+    api = api_as(team.developer)
+    answer = api.post(f"/api/v1/processes/{job.pk}/pause/")
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["paused"] is True and answer.json()["on_upstream"] is True
+    assert api.post(f"/api/v1/processes/{job.pk}/resume/").json()["paused"] is False
+    # An id of no job answers as another team's job does: nothing says which exists.
+    unknown = api.post("/api/v1/processes/999999/pause/")
+    assert unknown.status_code == 404 and unknown.json()["code"] == 102
 
 
 def test_an_unexpected_error_in_the_api_is_a_json_500(team, monkeypatch):

@@ -15,7 +15,14 @@ from processes.models import Process
 from tests.conftest import url
 
 ROOT = Path(__file__).resolve().parents[2]
-JOBS = ("clickstream_ingest", "clickstream_shred", "clickstream_daily")
+JOBS = (
+    "clickstream_ingest",
+    "clickstream_pages_ingest",
+    "clickstream_shred",
+    "clickstream_pages",
+    "clickstream_daily",
+    "clickstream_daily_export",
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +37,7 @@ def test_demo_command_prints_the_login_once_and_is_idempotent(capsys):
     second = capsys.readouterr().out
     assert match.group(1) not in second
     assert "password unchanged" in second
-    assert Process.objects.filter(parent__isnull=True).count() == 3
+    assert Process.objects.filter(parent__isnull=True).count() == len(JOBS)
 
 
 def test_demo_pipeline_links_ingest_to_shred_to_daily():
@@ -41,18 +48,38 @@ def test_demo_pipeline_links_ingest_to_shred_to_daily():
     assert [p.name for p in daily.enqueuing_processes.all()] == ["clickstream_shred"]
     assert daily.batch_cut_pattern == "EOD"
     assert shred.process_type.job_kind == "spark.shred"
-    location = Process.objects.get(name="clickstream_ingest_scan").properties.get(key="location")
-    # The demo team's own landing folder: storage every team is granted.
-    assert location.value == team_landing(shred.bus_domain.team_id).as_uri()
+    export = Process.objects.get(name="clickstream_daily_export_csv")
+    assert [p.name for p in export.enqueuing_processes.all()] == ["clickstream_daily"]
+    load = Process.objects.get(name="clickstream_pages_load")
+    assert [p.name for p in load.enqueuing_processes.all()] == ["clickstream_pages_ingest"]
+    assert [s.name for s in load.next_processes.all()] == ["clickstream_pages_cleanse"]
+    # Every step kind of BDRE's, in one demo.
+    assert set(
+        Process.objects.filter(parent__isnull=False).values_list(
+            "process_type__job_kind", flat=True
+        )
+    ) == {"ingest.scan", "spark.shred", "spark.sql", "spark.export", "spark.load", "spark.cleanse"}
+    # Both scans list the demo team's own landing folder (storage every team is granted),
+    # each taking its own files.
+    for name, include in (
+        ("clickstream_ingest_scan", "*.tsv"),
+        ("clickstream_pages_scan", "pages-*.csv"),
+    ):
+        props = {p.key: p.value for p in Process.objects.get(name=name).properties.all()}
+        assert props["location"] == team_landing(shred.bus_domain.team_id).as_uri()
+        assert props["include"] == include
 
 
 def test_demo_schedules_the_pipeline():
     from processes import schedules
 
     call_command("demo", stdout=io.StringIO())
-    ingest, shred, daily = (Process.objects.get(name=n) for n in JOBS)
-    assert schedules.schedule_of(ingest.pk).every_seconds == demo.DEMO_SCAN_SECONDS
-    assert schedules.runs_on_upstream(shred.pk) and schedules.runs_on_upstream(daily.pk)
+    scans, followers = JOBS[:2], JOBS[2:]
+    for name in scans:
+        job = Process.objects.get(name=name)
+        assert schedules.schedule_of(job.pk).every_seconds == demo.DEMO_SCAN_SECONDS
+    for name in followers:
+        assert schedules.runs_on_upstream(Process.objects.get(name=name).pk), name
 
 
 def test_the_demo_login_is_a_team_member_and_its_superuser_has_the_admin(client):
@@ -95,7 +122,8 @@ def test_make_demo_runs_the_pipeline_on_the_embedded_worker(local_demo):
     for job in JOBS:
         assert f"last finished run of {job}: SUCCESS" in out, out
     counts = local_demo.counts()
-    assert counts["files registered"] == 3  # 2, then 1 more; the one being written waits
+    # 2 event files, then 1 more, and the page list; the one being written waits.
+    assert counts["files registered"] == 4
     # The schedule's ticks that find nothing new are quiet checks: every ingest run
     # registered files, and every batch is a file's or a run's that did work.
     assert counts["empty ingest runs"] == 0
@@ -118,6 +146,11 @@ def test_make_demo_runs_the_pipeline_on_the_embedded_worker(local_demo):
     )
     assert adds_up in out and "kept in events out under new ids" in out
     assert "default.daily_page_views" in out and "default.atomic_events" in out
+    # The page list's branch: load, then cleanse (4 rows refused), and the export.
+    assert (counts["page list rows"], counts["valid page rows"]) == (64, 60)
+    assert counts["invalid page rows"] == 4
+    assert "default.pages" in out and "default.pages_invalid" in out
+    assert counts["rows exported"] > 0
     # Where a notebook finds them: the published catalog (Beat syncs it, batches/catalog.py).
     assert re.search(r"in the catalog as: .*\bt\d+_default\.atomic_events\b", out), out
 
@@ -190,6 +223,8 @@ def test_a_notebook_session_lists_and_queries_the_tables_the_demo_wrote(local_de
     warehouse = local_demo.var_dir / "warehouse"
     for name, rows in written.items():
         database, table = name.split(".")
+        if database == "exports":  # the export's CSV files: a folder, no table
+            continue
         matches = [k for k in found if k.endswith(f"_{database}.{table}")]
         assert len(matches) == 1, (name, sorted(found))
         published = found[matches[0]]

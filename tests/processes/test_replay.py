@@ -399,11 +399,24 @@ def test_the_rebuilds_left_of_a_backfill_wait_when_the_job_is_paused_midway(
 
 
 def _table_files(location: str) -> dict[str, float]:
-    """Each data file of a table, by its path below the table, with when it was written."""
-    from pathlib import Path
-
+    """Each data file of a table (or an export's folder), by its path below it, with when it
+    was written."""
     root = Path(location)
-    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*.parquet")}
+    return {
+        str(p.relative_to(root)): p.stat().st_mtime_ns
+        for pattern in ("*.parquet", "*.csv")
+        for p in root.rglob(pattern)
+    }
+
+
+def _csv_rows(location: str) -> list[tuple[str, str]]:
+    """An export's rows, by partition: (batch_id=N, line)."""
+    root = Path(location)
+    return sorted(
+        (p.parent.name, line)
+        for p in root.rglob("*.csv")
+        for line in p.read_text().splitlines()[1:]
+    )
 
 
 def _landed_a_minute_ago(files: list[Path]) -> None:
@@ -437,19 +450,19 @@ def test_reprocessing_one_demo_file_replaces_exactly_its_downstream_partitions(
     settings.BDRE_LANDING = tmp_path / "landing"
     settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
     setup = demo.set_up_demo()
-    ingest, shred, daily = setup.jobs
+    ingest, shred, daily, export = setup.ingest, setup.shred, setup.daily, setup.export
     folder = demo.landing_folder(setup.team)
 
     first_round, seen = demo.generate_landing(folder, files=2, events=300, in_flight=False)
     _landed_a_minute_ago(first_round)
 
-    for job in (ingest, shred, daily):
+    for job in (ingest, shred, daily, export):
         assert orchestrator.run_job(job.pk).succeeded, job.name
     second_round, _ = demo.generate_landing(
         folder, files=1, events=300, repeat_from=seen, in_flight=False
     )
     _landed_a_minute_ago(second_round)
-    for job in (ingest, shred, daily):
+    for job in (ingest, shred, daily, export):
         assert orchestrator.run_job(job.pk).succeeded, job.name
     shred_counters = [
         r.counters for r in InstanceExec.objects.filter(process__parent=shred).order_by("id")
@@ -461,41 +474,56 @@ def test_reprocessing_one_demo_file_replaces_exactly_its_downstream_partitions(
         f"{t.dbname}.{t.table_name}": t.location
         for t in HiveTable.objects.filter(bus_domain=setup.application)
     }
+    locations["export"] = str(demo.export_folder(setup.team))
     files_before = {name: _table_files(loc) for name, loc in locations.items()}
     first_file = File.objects.filter(batch__bus_domain=setup.application).order_by("path").first()
 
     client = api_as(User.objects.get(username=demo.DEMO_USERNAME))
     url = f"/api/v1/files/{first_file.pk}/reprocess/"
     plan = client.post(url, {"preview": True}, format="json").json()
-    assert [r["job"] for r in plan["rebuilds"]] == ["clickstream_shred", "clickstream_daily"]
+    assert [r["job"] for r in plan["rebuilds"]] == [
+        "clickstream_shred",
+        "clickstream_daily",
+        "clickstream_daily_export",
+    ]
     rebuilt = {r["target_batch_id"] for r in plan["rebuilds"]}
     planned = set(plan["partitions"])
+    # The export writes the daily batch it read: that partition of its folder is replaced.
+    daily_batch = plan["rebuilds"][1]["target_batch_id"]
+    export_partition = f"{demo.export_folder(setup.team).as_uri()}/batch_id={daily_batch}"
+    assert export_partition in planned
     assert f"default.atomic_events/batch_id={plan['batches'][0]}" in planned
     with committed():
         assert client.post(url, {}, format="json").status_code == 202
-    drive()  # the shred's rebuild, then the daily job it triggers (on_upstream)
+    drive()  # the shred's rebuild, then the daily and export jobs it triggers (on_upstream)
 
     assert [r.trigger for r in InstanceExec.objects.filter(process=shred).order_by("id")] == [
         "manual",
         "manual",
         "reprocess",
     ]
-    assert InstanceExec.objects.filter(process=daily).order_by("-id").first().trigger == "replay"
-    assert not BatchConsumpQueue.objects.filter(process__parent__in=[shred, daily]).exists()
+    for job in (daily, export):
+        assert InstanceExec.objects.filter(process=job).order_by("-id").first().trigger == (
+            "replay"
+        )
+    assert not BatchConsumpQueue.objects.filter(process__parent__in=[shred, daily, export]).exists()
     # The same rows, nothing lost and nothing twice: the file did not change.
     assert _demo_tables(spark, setup.application) == tables_before
     # Exactly the planned partitions were written again; every other file is untouched.
+    export_rows_before = _csv_rows(locations["export"])
     for name, location in locations.items():
         after = _table_files(location)
+        touched = {daily_batch} if name == "export" else rebuilt
         for path, written in files_before[name].items():
             batch = int(path.split("batch_id=")[1].split("/")[0])
-            if batch in rebuilt:
-                assert f"{name}/batch_id={batch}" in planned, (name, path)
+            if batch in touched:
+                assert name == "export" or f"{name}/batch_id={batch}" in planned, (name, path)
             else:
                 assert after.get(path) == written, (name, path)
         for path in after:
             batch = int(path.split("batch_id=")[1].split("/")[0])
-            assert batch in rebuilt or path in files_before[name], (name, path)
+            assert batch in touched or path in files_before[name], (name, path)
+    assert _csv_rows(locations["export"]) == export_rows_before
 
 
 def test_a_failed_demo_step_shows_its_traceback_and_spark_lines_on_its_run_page(
@@ -509,7 +537,7 @@ def test_a_failed_demo_step_shows_its_traceback_and_spark_lines_on_its_run_page(
     settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
     settings.BDRE_LOG_DIR = tmp_path / "step-logs"
     setup = demo.set_up_demo()
-    ingest, shred, daily = setup.jobs
+    ingest, shred, daily = setup.ingest, setup.shred, setup.daily
     files, _ = demo.generate_landing(
         demo.landing_folder(setup.team), files=1, events=200, in_flight=False
     )
@@ -532,5 +560,10 @@ def test_a_failed_demo_step_shows_its_traceback_and_spark_lines_on_its_run_page(
     page = client.get(f"/runs/{outcome.instance_exec_id}/").content.decode()
     assert "Traceback (most recent call last):" in page
     assert "no page views on " in page  # Spark's own error, raised in a task
-    assert "bdre.spark: Spark application " in page
-    assert "bdre.spark: Spark job " in page and " FAILED" in page
+    assert "bdre.spark: Spark stage " in page and " failed" in page
+    step_run = InstanceExec.objects.get(parent_id=outcome.instance_exec_id)
+    assert step_run.spark_application_id and step_run.spark_application_id in page
+    # The whole log, its first lines too, is the page's download link.
+    assert f"/runs/{outcome.instance_exec_id}/log/?step={step_run.pk}" in page
+    text = client.get(f"/runs/{outcome.instance_exec_id}/log/?step={step_run.pk}").content.decode()
+    assert "bdre.spark: Spark application " in text and "Traceback" in text

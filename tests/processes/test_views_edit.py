@@ -61,8 +61,9 @@ def as_shown(client: Client, job: Process) -> dict[str, Any]:
     }
     data.update({k: v for k, v in context["form"].initial.items()})
     for i, form in enumerate(context["steps"].forms):
-        for name in ("step", "description", "properties"):
+        for name in ("step", "description", "properties", "after"):
             data[f"step-{i}-{name}"] = form.initial.get(name, "")
+        data[f"step-{i}-upstream"] = form.initial.get("upstream", [])
     return data
 
 
@@ -297,3 +298,47 @@ def test_a_tampered_form_is_refused_never_a_500(team, job):
         assert 'class="error"' in answer.content.decode(), broken
     job.refresh_from_db()
     assert (job.max_retries, job.lease_seconds) == (3, 3600)
+
+
+def test_a_steps_next_steps_and_upstream_jobs_are_edited_on_the_page(team, job, make_job):
+    client = _as(team.developer)
+    feeder = make_job("feeder")
+    data = as_shown(client, job)
+    assert data[f"step-{step_index(data, job, 'load')}-after"] == "report"
+    # daily after load, beside report (no longer after report); report reads feeder's batches.
+    data[f"step-{step_index(data, job, 'load')}-after"] = "report, daily"
+    data[f"step-{step_index(data, job, 'report')}-after"] = ""
+    data[f"step-{step_index(data, job, 'report')}-upstream"] = [feeder.pk]
+    answer = client.post(f"/jobs/{job.pk}/edit/", data)
+    assert answer.status_code == 302, answer.content.decode()[:3000]
+    load, report, daily = (job.steps.get(name=n) for n in ("load", "report", "daily"))
+    assert {s.name for s in load.next_processes.all()} == {"report", "daily"}
+    assert not report.next_processes.exists()
+    assert list(report.enqueuing_processes.all()) == [feeder]
+    assert list(job.next_processes.all()) == [load]  # still the first step
+
+    # A cycle is the registry's to refuse: said on the step's field, nothing saved.
+    data = as_shown(client, job)
+    data[f"step-{step_index(data, job, 'daily')}-after"] = "load"
+    refused = client.post(f"/jobs/{job.pk}/edit/", data)
+    assert refused.status_code == 200
+    assert "cycle" in section(refused.content.decode(), "daily").lower() or "cycle" in (
+        refused.content.decode().lower()
+    )
+    assert not daily.next_processes.exists()
+
+
+def test_an_upstream_job_of_another_team_is_not_a_choice(team, job):
+    other = create_job(
+        bus_domain=team.other_application,
+        name="theirs",
+        process_type_id=JOB_TYPE,
+        steps=[StepSpec("their_step", CALL, properties=SLEEP)],
+    )
+    client = _as(team.developer)
+    data = as_shown(client, job)
+    data[f"step-{step_index(data, job, 'report')}-upstream"] = [other.pk]
+    answer = client.post(f"/jobs/{job.pk}/edit/", data)
+    assert answer.status_code == 200
+    assert "Select a valid choice" in section(answer.content.decode(), "report")
+    assert not job.steps.get(name="report").enqueuing_processes.exists()

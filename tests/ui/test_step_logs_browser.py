@@ -98,6 +98,9 @@ def test_the_run_page_tails_a_running_steps_log_without_a_reload(
         log.get_by_text("first line, before the flag").wait_for()
         assert "second line" not in log.inner_text()
         assert page.locator("[data-testid=run-state]").inner_text() == "RUNNING"
+        # It lasts until now while it runs, not 0 s.
+        page.wait_for_timeout(1500)
+        assert "0.0 s" not in page.locator("#live dl").first.inner_text()
         shot(page, "step-logs-live-running")
 
         flag.write_text("go")

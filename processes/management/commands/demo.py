@@ -85,7 +85,11 @@ class Command(BaseCommand):
         self.worker = start_worker(log)
         passes = demo.passes_done(setup)
         files, seen = demo.generate_landing(landing, files=o["files"], events=o["events"])
-        out.write(f"  dropped {len(files)} files into {landing} (one still being written)")
+        demo.generate_pages(landing)
+        out.write(
+            f"  dropped {len(files)} event files into {landing} (one still being written) "
+            "and the shop's page list"
+        )
         self._wait(setup, passes + 1, o["timeout"], log)
         # New files while it runs: the next scheduled scan picks them up, and their repeats
         # of the first files are cross-batch duplicates.
@@ -105,7 +109,7 @@ class Command(BaseCommand):
         out.write("  waiting for the schedule to run the pipeline ", ending="")
         out.flush()
         deadline = time.monotonic() + timeout
-        while demo.passes_done(setup) < passes:
+        while demo.passes_done(setup) < passes or not demo.pages_loaded(setup):
             if self.worker.poll() is not None:
                 raise CommandError(f"the worker stopped; see {log}")
             if time.monotonic() > deadline:

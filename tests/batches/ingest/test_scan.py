@@ -368,3 +368,20 @@ def test_a_capped_page_raced_leaves_its_unhashed_files_for_the_next_scan(
     assert (second.registered, second.already_registered) == (1, 0)
     assert registered_paths() == sorted(landing.uri(f"{i}.txt") for i in range(4))
     assert BatchConsumpQueue.objects.filter(process=consumer).count() == 4
+
+
+def test_two_steps_share_a_location_each_taking_the_files_its_include_names(ingest_job, landing):
+    _job, events, _ = ingest_job(include="*.tsv")
+    _other, pages, _ = ingest_job(include="pages-*.csv, *.json")
+    for key in ("a.tsv", "b.tsv", "pages-1.csv", "pages-2.json", "notes.txt"):
+        landing.put(key)
+    taken = scan(events.pk)
+    assert (taken.registered, taken.skipped_excluded) == (2, 3)
+    assert scan(pages.pk).registered == 2
+    assert registered_paths() == [
+        landing.uri(k) for k in ("a.tsv", "b.tsv", "pages-1.csv", "pages-2.json")
+    ]
+    # A file the step never takes holds neither marker back.
+    assert ScanState.objects.get(process=events).marker == "pages-2.json"
+    landing.put("q.tsv")  # after the marker
+    assert scan(events.pk).registered == 1

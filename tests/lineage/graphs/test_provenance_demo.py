@@ -19,7 +19,7 @@ def demo_run(settings, tmp_path, spark):
     settings.VAR_DIR = tmp_path
     settings.BDRE_LANDING = tmp_path / "landing"
     setup = demo.set_up_demo()
-    ingest, shred, daily = setup.jobs
+    ingest, shred, daily = setup.ingest, setup.shred, setup.daily
     # The demo waits for files to be 5 seconds old; these are written whole at once.
     Property.objects.filter(process__parent=ingest, key="min_age_seconds").update(value="0")
     first, _ = demo.generate_landing(

@@ -144,7 +144,7 @@ def test_a_step_without_spark_options_sets_none():
     ("key", "reason"),
     [
         ("spark.executor.memory", "fixed when the worker's Spark application starts"),
-        ("spark.executor.cores", "set it for every session in SPARK_CONF"),
+        ("spark.executor.cores", "send the step to their queue with run.spark_queue"),
         ("spark.driver.memory", "fixed when the worker's Spark application starts"),
         ("spark.cores.max", "fixed when the worker's Spark application starts"),
         *[(key, "the Spark SQL sandbox's") for key in sorted(SANDBOX_CONF)],
@@ -274,19 +274,25 @@ def test_a_classic_session_links_its_ui_when_it_runs_one():
 
 
 EVENT_LOG_RUN = """
+import urllib.request
 import django
 django.setup()
-from processes.jobs.spark_session import get_spark
+from processes.jobs.spark_session import get_spark, ui_url
 session = get_spark()
 assert session.range(5).count() == 5
+# The address a step's run links to (spark_ui_url) serves the application's UI.
+url = ui_url(session)
+page = urllib.request.urlopen(url + "/jobs/", timeout=30).read().decode()
+assert "Spark Jobs" in page, page[:500]
+print("UI", url)
 session.stop()
 """
 
 
 @pytest.mark.spark
-def test_a_worker_session_writes_its_event_log_under_the_warehouse(tmp_path):
-    """In a process of its own: the suite's session was made without the event log, and a
-    JVM takes its static options only when it starts."""
+def test_a_worker_session_writes_its_event_log_under_the_warehouse_and_serves_its_ui(tmp_path):
+    """In a process of its own: the suite's session was made without the event log and the
+    UI, and a JVM takes its static options only when it starts."""
     # A classic session of its own, also when the suite's is a Spark Connect client (PySpark
     # takes SPARK_CONNECT_MODE_ENABLED in its environment to mean Connect).
     connect = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "BDRE_TEST_SPARK")
@@ -296,6 +302,7 @@ def test_a_worker_session_writes_its_event_log_under_the_warehouse(tmp_path):
         "BDRE_VAR_DIR": str(tmp_path / "var"),
         "BDRE_WAREHOUSE": str(tmp_path / "warehouse"),
         "SPARK_EVENT_LOG": "true",
+        "SPARK_UI": "true",
         "SPARK_MASTER": "local[1]",
         "SPARK_DRIVER_MEMORY": "512m",
         "SPARK_REMOTE": "",
@@ -309,6 +316,7 @@ def test_a_worker_session_writes_its_event_log_under_the_warehouse(tmp_path):
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "UI http://" in done.stdout
     # Spark 4 rolls its event logs: a folder per application, its events in compressed
     # files, and a status file that loses its .inprogress when the application has ended.
     (application,) = (tmp_path / "warehouse" / "spark-events").iterdir()

@@ -61,7 +61,7 @@ def register(team, step: dict) -> object:
 @pytest.mark.parametrize(
     ("key", "reason"),
     [
-        ("spark.executor.memory", "set it for every session in SPARK_CONF"),
+        ("spark.executor.memory", "send the step to their queue with run.spark_queue"),
         ("spark.sql.runSQLOnFiles", "the Spark SQL sandbox's"),
         ("spark.sql.catalog.mine", "the catalog's settings"),
     ],
@@ -215,3 +215,64 @@ def test_a_value_spark_refuses_fails_the_step_and_leaves_the_session_as_it_was(
     run = InstanceExec.objects.get(process__name="tuned_0")
     assert "spark.sql.shuffle.partitions" in run.error, run.error
     assert session.conf.get("spark.sql.shuffle.partitions") == before
+
+
+# --- a step's Spark queue: workers whose executors are sized for it --------------------------
+
+
+def test_a_spark_step_names_a_queue_of_the_installation_and_goes_there(
+    team, settings, sent, django_capture_on_commit_callbacks
+):
+    from processes import tasks
+
+    settings.BDRE_SPARK_QUEUES = ["spark", "spark-large"]
+    refused = register(
+        team,
+        {
+            "name": "big_sql",
+            "process_type": "generic-sql",
+            "properties": {
+                "sql": {"query": ROWS, "output_table": "lake.big"},
+                "run": {"spark_queue": "spark-huge"},
+            },
+        },
+    )
+    assert refused.status_code == 400, refused.content
+    assert "run.spark_queue 'spark-huge' is not one of BDRE_SPARK_QUEUES: spark, spark-large" in (
+        refused.content.decode()
+    )
+    big = sql_job(team, "big", {})
+    step = big.steps.get()
+    answer = api_as(team.developer).post(
+        "/api/v1/properties/",
+        {"process": step.pk, "config_group": "run", "key": "spark_queue", "value": "spark-large"},
+        format="json",
+    )
+    assert answer.status_code == 201, answer.content
+    assert orchestrator.queue_of(step) == "spark-large"
+    with django_capture_on_commit_callbacks(execute=True):
+        tasks.start_run(big.pk)
+    assert [kw["queue"] for args, kw in sent if len(args) == 2] == ["spark-large"]
+    # A queue the installation dropped since: the default Spark queue, whose worker fails
+    # the step saying why (a queue nobody reads would keep it waiting forever).
+    settings.BDRE_SPARK_QUEUES = ["spark"]
+    assert orchestrator.queue_of(step) == "spark"
+
+
+def test_only_spark_steps_name_a_spark_queue(team, settings):
+    settings.BDRE_SPARK_QUEUES = ["spark", "spark-large"]
+    response = register(
+        team,
+        {
+            "name": "queued_call",
+            "process_type": "python-callable",
+            "properties": {
+                "callable": {"path": "processes.examples.noop"},
+                "run": {"spark_queue": "spark-large"},
+            },
+        },
+    )
+    assert response.status_code == 400, response.content
+    assert "run.spark_queue: only Spark steps (spark.*) go to a Spark queue" in (
+        response.content.decode()
+    )
