@@ -28,8 +28,8 @@ class DemoRun:
         """Each table the demo wrote (``db.table``), as its sorted rows without ``batch_id``:
         batch ids depend on how many scans ran before the files were ready, the rows do not.
         What names the run's own files stands for them: its folder (``<var>``), the time in
-        a landed file's name (``events-<time>-01.tsv``; the demo names files by when they
-        land) and so the new ids minted for synthetic duplicates, which are derived from the
+        a landed file's name (``events-<time>-01.tsv``, ``pages-<time>.csv``; the demo names
+        files by when they land) and so the new ids minted for synthetic duplicates, which are derived from the
         file's name (``<minted>``; the duplicate context keeps each one's original id)."""
         import pyarrow.dataset as ds
 
@@ -56,7 +56,7 @@ class DemoRun:
             if value in minted:
                 return "<minted>"
             value = value.replace(str(self.var_dir), "<var>")
-            return re.sub(r"events-\d{8}-\d{6}-", "events-<time>-", value)
+            return re.sub(r"\b(events|pages)-\d{8}-\d{6}", r"\1-<time>", value)
 
         tables = {}
         for name, table in data.items():
