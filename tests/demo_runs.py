@@ -28,9 +28,10 @@ class DemoRun:
         """Each table the demo wrote (``db.table``), as its sorted rows without ``batch_id``:
         batch ids depend on how many scans ran before the files were ready, the rows do not.
         What names the run's own files stands for them: its folder (``<var>``), the time in
-        a landed file's name (``events-<time>-01.tsv``, ``pages-<time>.csv``; the demo names
-        files by when they land) and so the new ids minted for synthetic duplicates, which are derived from the
-        file's name (``<minted>``; the duplicate context keeps each one's original id)."""
+        a landed file's name (``events-<time>-01.tsv``, ``pages-<time>.csv``; the demo
+        names files by when they land) and so the new ids minted for synthetic duplicates,
+        which are derived from the file's name (``<minted>``; the duplicate context keeps
+        each one's original id)."""
         import pyarrow.dataset as ds
 
         folders = [
