@@ -263,13 +263,18 @@ class Property(models.Model):
         return f"{self.process}: {self.config_group}.{self.key}"
 
 
+# The config group of a job's schedule properties (its upstream trigger, its pause): the
+# schedule service's (processes.schedules), shown and changed in the schedule's own section.
+SCHEDULE_GROUP = "schedule"
+
+
 def grouped_properties(rows: Iterable[Property]) -> dict[str, dict[str, str]]:
     """``{config_group: {key: value}}``: how the registry, the step kinds and the location
     checks read a process's properties. The ``schedule`` group is left out: it is the
     schedule section's, not a property a step reads."""
     grouped: dict[str, dict[str, str]] = {}
     for row in rows:
-        if row.config_group == "schedule":
+        if row.config_group == SCHEDULE_GROUP:
             continue
         grouped.setdefault(row.config_group, {})[row.key] = row.value
     return grouped

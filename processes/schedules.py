@@ -23,7 +23,7 @@ from django_celery_beat.models import CrontabSchedule, IntervalSchedule, Periodi
 
 from bdre.beat import ensure_interval_task
 from bdre.errors import BdreError, Code
-from processes.models import Process, Property
+from processes.models import SCHEDULE_GROUP, Process, Property
 
 RUN_TASK = "processes.tasks.run_process"
 REAPER_TASK = "processes.tasks.reap_expired_runs"
@@ -145,7 +145,7 @@ def change_timing(job_id: int, schedule: Schedule) -> Schedule:
 def _set_on_upstream(job: Process, on_upstream: bool) -> None:
     Property.objects.update_or_create(
         process=job,
-        config_group="schedule",
+        config_group=SCHEDULE_GROUP,
         key="on_upstream",
         defaults={
             "value": "true" if on_upstream else "false",
@@ -157,7 +157,7 @@ def _set_on_upstream(job: Process, on_upstream: bool) -> None:
 def _set_paused(job: Process, paused: bool) -> None:
     Property.objects.update_or_create(
         process=job,
-        config_group="schedule",
+        config_group=SCHEDULE_GROUP,
         key="paused",
         defaults={
             "value": "true" if paused else "false",
@@ -200,7 +200,7 @@ def resume(job_id: int) -> Schedule:
 def remove(job_id: int) -> None:
     """Delete the job's schedule (timed and on-upstream)."""
     PeriodicTask.objects.filter(name=task_name(job_id)).delete()
-    Property.objects.filter(process_id=job_id, config_group="schedule").delete()
+    Property.objects.filter(process_id=job_id, config_group=SCHEDULE_GROUP).delete()
 
 
 def runs_on_upstream(job_id: int) -> bool:
@@ -245,7 +245,7 @@ def hold(job_id: int, *, manual: bool, force: bool = False) -> None:
 def _flagged(job_ids: list[int], key: str) -> set[int]:
     return set(
         Property.objects.filter(
-            process_id__in=job_ids, config_group="schedule", key=key, value="true"
+            process_id__in=job_ids, config_group=SCHEDULE_GROUP, key=key, value="true"
         ).values_list("process_id", flat=True)
     )
 
@@ -263,7 +263,7 @@ def schedules_of(job_ids: list[int]) -> dict[int, Schedule]:
     flags: dict[int, set[str]] = {}
     for job_id, key in (
         Property.objects.filter(
-            process_id__in=job_ids, config_group="schedule", key__in=("on_upstream", "paused")
+            process_id__in=job_ids, config_group=SCHEDULE_GROUP, key__in=("on_upstream", "paused")
         )
         .filter(value="true")
         .values_list("process_id", "key")

@@ -36,6 +36,7 @@ from processes import (
     tasks,
 )
 from processes.models import (
+    SCHEDULE_GROUP,
     ExecState,
     InstanceExec,
     Process,
@@ -103,7 +104,11 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = _job(request, pk)
     steps = list(job.steps.filter(deleted=False).select_related("process_type").order_by("id"))
     properties: dict[str, dict[str, list[Property]]] = defaultdict(lambda: defaultdict(list))
-    for prop in Property.objects.filter(process__in=[job, *steps]).select_related("process"):
+    for prop in (
+        Property.objects.filter(process__in=[job, *steps])
+        .exclude(config_group=SCHEDULE_GROUP)  # the Schedule section shows it
+        .select_related("process")
+    ):
         properties[prop.process.name][prop.config_group].append(prop)
     schedule = schedules.schedule_of(job.pk)
     workflow = graphs.workflow_graph(job)
@@ -403,7 +408,11 @@ def _edit_forms(
 ) -> tuple[forms.JobEditForm, BaseFormSet[forms.StepEditForm], forms.BaseNewStepFormSet]:
     """The job's fields, its steps' and new steps', as they are or as posted."""
     props: defaultdict[int, dict[str, dict[str, str]]] = defaultdict(dict)
-    for prop in Property.objects.filter(process__in=[job, *steps]):
+    # The schedule group is the schedule's (its own section and service), not a property to
+    # edit here: a line of it left out would take the job's trigger away.
+    for prop in Property.objects.filter(process__in=[job, *steps]).exclude(
+        config_group=SCHEDULE_GROUP
+    ):
         props[prop.process_id].setdefault(prop.config_group, {})[prop.key] = prop.value
     job_initial = {
         "name": job.name,

@@ -11,6 +11,7 @@ from datetime import datetime
 
 from django.db import transaction
 
+from batches.ingest.scan import ScanConfigError, ScanOptions
 from batches.models import File, ScanState
 from bdre.errors import BdreError, Code
 from processes.models import Process
@@ -41,12 +42,18 @@ def _step(step_id: int) -> Process:
 
 
 def _registered_keys(step: Process, location: str) -> list[tuple[str, datetime]]:
-    """The keys the step's job registered under ``location``, with when each was."""
+    """The keys of the files the step takes (``scan.include``: a location may be shared with
+    another step, which takes others) registered under ``location``, with when each was."""
     prefix = location.rstrip("/") + "/"
     files = File.objects.filter(
         team_id=step.bus_domain.team_id, path__startswith=prefix
     ).values_list("path", "batch__created_ts")
-    return sorted((path[len(prefix) :], ts) for path, ts in files)
+    try:
+        takes = ScanOptions.of(step).takes
+    except ScanConfigError:  # a step its scan would refuse: every file counts
+        return sorted((path[len(prefix) :], ts) for path, ts in files)
+    keys = ((path[len(prefix) :], ts) for path, ts in files)
+    return sorted((key, ts) for key, ts in keys if takes(key))
 
 
 def plan_reset(

@@ -118,6 +118,11 @@ class ScanOptions:
             region=props.get("region", ""),
         )
 
+    def takes(self, key: str) -> bool:
+        """Whether the step takes the file ``key`` (``include``); another step's otherwise."""
+        name = key.rsplit("/", 1)[-1]
+        return not self.include or any(fnmatch.fnmatchcase(name, p) for p in self.include)
+
     def open(self) -> Storage:
         metainfo: dict[str, str] = {}
         if self.server is not None and not self.server.secrets_readable:
@@ -189,9 +194,7 @@ class _Scanner:
         return any(fnmatch.fnmatchcase(name, p) for p in self.options.in_flight_patterns)
 
     def excluded(self, key: str) -> bool:
-        name = key.rsplit("/", 1)[-1]
-        include = self.options.include
-        return bool(include) and not any(fnmatch.fnmatchcase(name, p) for p in include)
+        return not self.options.takes(key)
 
     def remaining(self) -> int:
         return self.options.max_files - self.result.registered

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import CharField
 
 from processes.jobs import checks
-from processes.models import Process, Property
+from processes.models import SCHEDULE_GROUP, Process, Property
 
 Properties = Mapping[str, Mapping[str, str]]  # config_group -> key -> value
 
@@ -82,12 +82,14 @@ def set_properties(process: Process, properties: Properties) -> None:
 
 def replace_properties(process: Process, properties: Properties) -> None:
     """The process's properties become exactly ``properties`` (checked as
-    :func:`set_properties` checks them): the keys left out are deleted."""
+    :func:`set_properties` checks them): the keys left out are deleted, but for the
+    ``schedule`` group's, which are the schedule's (``processes.schedules``: its upstream
+    trigger and its pause), not a property a page or a request writes whole."""
     set_properties(process, properties)
     kept = {(group, key) for group, values in properties.items() for key in values}
     left_out = [
         pk
         for pk, group, key in process.properties.values_list("pk", "config_group", "key")
-        if (group, key) not in kept
+        if (group, key) not in kept and group != SCHEDULE_GROUP
     ]
     Property.objects.filter(pk__in=left_out).delete()

@@ -342,3 +342,19 @@ def test_an_upstream_job_of_another_team_is_not_a_choice(team, job):
     assert answer.status_code == 200
     assert "Select a valid choice" in section(answer.content.decode(), "report")
     assert not job.steps.get(name="report").enqueuing_processes.exists()
+
+
+def test_the_edit_page_leaves_the_schedule_to_the_schedule(team, job, make_job):
+    """The job's upstream trigger and its pause are its schedule's: not lines of the
+    properties to edit, and a save of the page keeps them."""
+    from processes import schedules
+
+    schedules.set_schedule(job.pk, schedules.Schedule(on_upstream=True))
+    schedules.pause(job.pk)
+    client = _as(team.developer)
+    data = as_shown(client, job)
+    assert "schedule." not in data["properties"]
+    assert "schedule" not in page(client, job).content.decode().split("Properties")[1][:200]
+    assert client.post(f"/jobs/{job.pk}/edit/", data).status_code == 302
+    shown = schedules.schedule_of(job.pk)
+    assert shown.on_upstream and shown.paused

@@ -98,3 +98,32 @@ def test_only_the_teams_developers_move_a_marker(team, scanned, who, status):
     )
     assert answer.status_code == status
     assert ScanState.objects.get(process=step).marker == "c.csv"
+
+
+def test_a_step_sharing_its_location_counts_and_dates_only_the_files_it_takes(team, scanned):
+    _step, landing = scanned
+    other = steps_job(
+        team,
+        "pages",
+        [
+            (
+                SCAN,
+                {
+                    "scan": {
+                        "location": landing.as_uri(),
+                        "include": "*.tsv",
+                        "min_age_seconds": "0",
+                    }
+                },
+            )
+        ],
+    ).steps.get()
+    (landing / "d.tsv").write_text("d")
+    from batches.ingest.scan import scan
+
+    assert scan(other.pk).registered == 1  # d.tsv, the other step's only file
+    api = api_as(team.developer)
+    plan = api.post(
+        f"/api/v1/processes/{other.pk}/reset-marker/", {"key": "", "preview": True}, format="json"
+    ).json()
+    assert plan["registered_after"] == 1  # not a.csv, b.csv, c.csv: the first step's
