@@ -16,8 +16,9 @@ A key that appears below the marker (a rename, a late upload) is found by the re
 listing, every ``reconcile_every`` scans or on demand, and counted as late.
 
 ``include`` (comma list of name patterns, ``*.tsv``) keeps the step to some files of the
-location: the others are never registered and never hold the marker, so that two steps can
-share one location, each taking its own kind of file.
+location: the others are never registered, and neither hold the marker back nor move it
+(the marker stands at the step's own last file), so that two steps can share one location,
+each taking its own kind of file; each lists the other's files after its marker again.
 """
 
 from __future__ import annotations
@@ -215,7 +216,10 @@ class _Scanner:
                         # Never readable whatever its age: it does not hold the marker.
                         self.log("unsafe_key", f"{obj.key}: {UNSAFE_KEY_REASON}")
                     elif reason == "skipped_excluded":
-                        pass  # never this step's: it does not hold the marker either
+                        # Another step's file neither holds the marker nor moves it: past
+                        # it, a file of this step's that sorts below it (events-2.tsv below
+                        # pages-1.csv) would be late, left to the reconciliation.
+                        continue
                     else:
                         held = held or obj.last_modified > hold_after
                 if not held:

@@ -381,7 +381,11 @@ def test_two_steps_share_a_location_each_taking_the_files_its_include_names(inge
     assert registered_paths() == [
         landing.uri(k) for k in ("a.tsv", "b.tsv", "pages-1.csv", "pages-2.json")
     ]
-    # A file the step never takes holds neither marker back.
-    assert ScanState.objects.get(process=events).marker == "pages-2.json"
-    landing.put("q.tsv")  # after the marker
-    assert scan(events.pk).registered == 1
+    # Each marker stands at the step's own last file: another step's files neither hold it
+    # back nor push it on, so that a file of its own that sorts below them (c.tsv below
+    # pages-1.csv) is found by the next scan, not left to the reconciliation.
+    assert ScanState.objects.get(process=events).marker == "b.tsv"
+    assert ScanState.objects.get(process=pages).marker == "pages-2.json"
+    landing.put("c.tsv")
+    found = scan(events.pk, reconcile=False)
+    assert (found.registered, found.late) == (1, 0)
