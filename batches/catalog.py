@@ -247,22 +247,51 @@ def failure_hint() -> str:
 
 def ensure_postgres_schema() -> None:
     """Create the PostgreSQL metastore's schema if missing (DataNucleus creates the tables in
-    it, not the schema)."""
+    it, not the schema); refuse a database that already holds another schema's metastore.
+
+    DataNucleus looks a metastore's tables up in every schema of its database, so a second
+    metastore beside a first takes the first one's tables for its own and fails to open
+    ("Unable to instantiate SessionHiveMetaStoreClient"). Its settings that would scope it to
+    one schema also rename Hive's tables (``datanucleus.mapping.Schema`` upper-cases the
+    schema; ``identifier.case=MixedCase`` creates ``Skewed_STRING_LIST``, not Hive's
+    ``SKEWED_STRING_LIST``): one metastore per database, said plainly before Spark starts."""
     postgres = postgres_metastore()
     if postgres is None:
         return
     import psycopg2
     from psycopg2 import sql
 
-    connection = psycopg2.connect(
-        host=postgres.host,
-        port=postgres.port,
-        dbname=postgres.database,
-        user=postgres.user,
-        password=postgres.password or None,
-    )
+    where = f"database {postgres.database} on {postgres.host}:{postgres.port}"
+    try:
+        connection = psycopg2.connect(
+            host=postgres.host,
+            port=postgres.port,
+            dbname=postgres.database,
+            user=postgres.user,
+            password=postgres.password or None,
+        )
+    except psycopg2.OperationalError as exc:
+        raise ImproperlyConfigured(
+            f"cannot connect to the PostgreSQL metastore's {where} as {postgres.user!r}: "
+            "check BDRE_METASTORE_URL (host, port, database, user) and BDRE_METASTORE_PASSWORD"
+        ) from exc
     try:
         with connection, connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE c.relname = 'DBS' AND c.relkind IN ('r', 'p') AND n.nspname <> %s "
+                "ORDER BY 1",
+                [postgres.schema],
+            )
+            others = [row[0] for row in cursor.fetchall()]
+            if others:
+                raise ImproperlyConfigured(
+                    f"the {where} already holds a Hive metastore in schema {others[0]!r}: a "
+                    f"second one in schema {postgres.schema!r} would take its tables for its "
+                    "own (Hive's DataNucleus looks them up in every schema of a database). "
+                    "Give this installation's metastore a database of its own in "
+                    "BDRE_METASTORE_URL (CREATE DATABASE ...; docs/operations.md, 'The catalog')"
+                )
             cursor.execute(
                 sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(postgres.schema))
             )

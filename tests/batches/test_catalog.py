@@ -394,45 +394,114 @@ def test_a_notebook_session_lists_and_queries_the_tables_sync_catalog_published(
     print("times:", {k: round(v, 1) for k, v in times.items()})
 
 
-@pytest.mark.spark
-@pytest.mark.postgres
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
-def test_a_postgresql_metastore_in_its_own_schema(lake, tmp_path):
+@pytest.fixture
+def metastore_database():
+    """A database of its own on the test's PostgreSQL server for the metastore (the suite's
+    passes run side by side on one server, and a database holds one metastore), dropped at
+    the end; its URL."""
     if not POSTGRES_JAR.exists():
         skip_unless_required(f"{POSTGRES_JAR} is missing: apt-get install libpostgresql-jdbc-java")
     import psycopg2
     from psycopg2 import sql
 
     try:
-        psycopg2.connect(METASTORE_URL).close()
+        server = psycopg2.connect(METASTORE_URL)
     except psycopg2.OperationalError as exc:
         skip_unless_required(f"no PostgreSQL at {METASTORE_URL}: {exc}")
-    var, tables, _ = lake
-    schema = f"hive_metastore_{uuid.uuid4().hex[:8]}"
-    env = manage_env(var, BDRE_METASTORE_URL=METASTORE_URL, BDRE_METASTORE_SCHEMA=schema)
+    server.autocommit = True  # CREATE/DROP DATABASE cannot run in a transaction
+    name = f"bdre_metastore_{uuid.uuid4().hex[:8]}"
+    with server.cursor() as cursor:
+        cursor.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     try:
-        out = sync_catalog(env)
-        assert "4 created" in out
-        snippet = sync_catalog(env, "--print-conf")
-        assert f"currentSchema={schema}" in snippet
-        found = notebook(snippet, tmp_path)
-        assert found[catalog.catalog_name(tables["a"])]["partitions"] == [
-            "batch_id=1",
-            "batch_id=2",
-        ]
-        with psycopg2.connect(METASTORE_URL) as connection, connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT count(*) FROM information_schema.tables WHERE table_schema = %s",
-                [schema],
-            )
-            assert cursor.fetchone()[0] > 10  # the metastore's tables, in its schema
+        yield METASTORE_URL.rsplit("/", 1)[0] + f"/{name}"
     finally:
-        connection = psycopg2.connect(METASTORE_URL)
-        with connection, connection.cursor() as cursor:
+        with server.cursor() as cursor:
             cursor.execute(
-                sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
-        connection.close()
+        server.close()
+
+
+def schema_tables(url: str) -> dict[str, int]:
+    """Schema -> how many tables, in the database at ``url`` (PostgreSQL's own left out)."""
+    import psycopg2
+
+    with psycopg2.connect(url) as connection, connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT table_schema, count(*) FROM information_schema.tables "
+            "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') GROUP BY 1"
+        )
+        return dict(cursor.fetchall())
+
+
+@pytest.mark.spark
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_postgresql_metastore_in_its_own_schema(lake, tmp_path, metastore_database):
+    var, tables, _ = lake
+    env = manage_env(var, BDRE_METASTORE_URL=metastore_database, BDRE_METASTORE_SCHEMA="hive_ms")
+    out = sync_catalog(env)
+    assert "4 created" in out
+    snippet = sync_catalog(env, "--print-conf")
+    assert "currentSchema=hive_ms" in snippet
+    found = notebook(snippet, tmp_path)
+    assert found[catalog.catalog_name(tables["a"])]["partitions"] == [
+        "batch_id=1",
+        "batch_id=2",
+    ]
+    assert list(schema_tables(metastore_database)) == ["hive_ms"]  # Hive's tables, in its schema
+    assert schema_tables(metastore_database)["hive_ms"] > 10
+
+
+@pytest.mark.spark
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_second_metastore_in_one_database_is_refused_with_what_to_do(
+    lake, tmp_path, metastore_database
+):
+    # Staging and production on one database, each with a schema: the second would take
+    # the first one's tables for its own and fail deep inside Hive. It is refused first.
+    var = lake[0]
+    first = manage_env(var, BDRE_METASTORE_URL=metastore_database, BDRE_METASTORE_SCHEMA="prod")
+    assert "4 created" in sync_catalog(first)
+    before = schema_tables(metastore_database)
+    second = first | {"BDRE_METASTORE_SCHEMA": "staging"}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "sync_catalog"],
+        env=second,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1
+    database = metastore_database.rsplit("/", 1)[1]
+    assert (
+        f"CommandError: the catalog sync cannot start: the database {database} on "
+        "127.0.0.1:5432 already holds a Hive metastore in schema 'prod'"
+    ) in done.stderr
+    assert "a database of its own in BDRE_METASTORE_URL" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert schema_tables(metastore_database) == before  # nothing created for the second
+    state = CatalogState.objects.get(pk=1)
+    assert "already holds a Hive metastore in schema 'prod'" in state.error
+    # The first one is untouched and still syncs.
+    assert "4 unchanged" in sync_catalog(first)
+
+
+@pytest.mark.django_db
+def test_an_unreachable_postgresql_metastore_is_a_clear_error_before_spark_starts(settings):
+    from django.core.management import CommandError, call_command
+
+    settings.BDRE_METASTORE_URL = "postgres://hive:secret@127.0.0.1:1/metastore"
+    with pytest.raises(CommandError) as raised:
+        call_command("sync_catalog")
+    message = str(raised.value)
+    assert message.startswith(
+        "the catalog sync cannot start: cannot connect to the PostgreSQL metastore's "
+        "database metastore on 127.0.0.1:1 as 'hive': check BDRE_METASTORE_URL"
+    )
+    assert "secret" not in message and "psycopg2" not in message
+    assert CatalogState.objects.get(pk=1).error == message
 
 
 @pytest.mark.django_db

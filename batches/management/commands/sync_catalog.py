@@ -3,6 +3,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from batches import catalog
@@ -29,7 +30,12 @@ class Command(BaseCommand):
             return
         started = time.monotonic()
         mark = catalog.mark()  # before the sync: what changes during it is synced next time
-        spark = catalog.catalog_session()
+        try:
+            spark = catalog.catalog_session()
+        except ImproperlyConfigured as exc:
+            message = f"the catalog sync cannot start: {exc}"
+            catalog.record_failure(message)
+            raise CommandError(message) from exc
         try:
             summary = catalog.sync_all(spark)
         except Exception as exc:
