@@ -20,7 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.urls import reverse
 from django.utils import timezone
@@ -406,10 +406,16 @@ def check_new_destination(
         raise ValidationError({"target": f"Team {team} has this {channel} destination already."})
 
 
-@transaction.atomic
 def add_destination(team_id: int, channel: str, target: str, kinds: str = "") -> Destination:
     check_new_destination(team_id, channel, target, kinds)
-    return Destination.objects.create(team_id=team_id, channel=channel, target=target, kinds=kinds)
+    try:
+        with transaction.atomic():
+            return Destination.objects.create(
+                team_id=team_id, channel=channel, target=target, kinds=kinds
+            )
+    except IntegrityError:  # the same one added at once by another admin
+        check_new_destination(team_id, channel, target, kinds)
+        raise
 
 
 def remove_destination(team_id: int, destination_id: int) -> None:

@@ -124,7 +124,7 @@ class ProcessAdmin(ScopedAdmin):
 
     @admin.action(description="Resume the schedule of the selected jobs")
     def resume_schedule(self, request: HttpRequest, queryset: QuerySet[Process]) -> None:
-        self._each_job(request, queryset, "Resumed", schedules.resume)
+        self._each_job(request, queryset, "Resumed", tasks.resume)
 
 
 @admin.register(Property)

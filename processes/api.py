@@ -363,7 +363,7 @@ class ProcessViewSet(ProcessReplayActions, ScopedViewSet):
     )
     @action(detail=True, methods=["post"])
     def resume(self, request: Request, pk: str) -> Response:
-        return Response(ScheduleSerializer(schedules.resume(self._job(request, pk))).data)
+        return Response(ScheduleSerializer(tasks.resume(self._job(request, pk))).data)
 
 
 class PlainTextRenderer(renderers.BaseRenderer):

@@ -95,6 +95,14 @@ PAGE_RULES = [
 ]
 
 
+# Only the shred batches the run consumed: each run counts its own input once, and a rebuilt
+# batch counts what it did.
+DAILY_QUERY = (
+    "SELECT to_date(collector_tstamp) AS day, count(*) AS page_views FROM atomic_events "
+    "WHERE event = 'page_view' AND batch_id IN ({batch_ids}) GROUP BY to_date(collector_tstamp)"
+)
+
+
 def _scan(landing: Path, include: str) -> dict[str, dict[str, str]]:
     return {
         "scan": {
@@ -189,12 +197,7 @@ def set_up_demo() -> DemoSetup:
                 properties={
                     "sql": {
                         "output_table": "daily_page_views",
-                        # Only the shred batches this run consumed: each run counts its own
-                        # input once, and a rebuilt batch counts what it did.
-                        "query": "SELECT to_date(collector_tstamp) AS day, "
-                        "count(*) AS page_views FROM atomic_events "
-                        "WHERE event = 'page_view' AND batch_id IN ({batch_ids}) "
-                        "GROUP BY to_date(collector_tstamp)",
+                        "query": DAILY_QUERY,
                     }
                 },
             )
@@ -263,6 +266,11 @@ def set_up_demo() -> DemoSetup:
             ),
         ],
     )
+    # An installation set up before the daily query read only its own batches: it counted
+    # every shred batch again in each daily batch.
+    Property.objects.filter(process__parent=daily, config_group="sql", key="query").exclude(
+        value__contains="{batch_ids}"
+    ).update(value=DAILY_QUERY)
     Property.objects.get_or_create(
         process=shred,
         config_group="run",

@@ -275,8 +275,17 @@ class StepEditForm(forms.Form):
             properties=data.get("properties") or {},
             remove=bool(data.get("remove")),
             next=[n.strip() for n in (data.get("after") or "").split(",") if n.strip()],
-            upstream=[u.pk for u in data.get("upstream") or []],
+            upstream=[u.pk for u in data.get("upstream") or []] + self.unseen_upstream(),
         )
+
+    def unseen_upstream(self) -> list[int]:
+        """The step's upstream jobs that the user may not see, so not among the choices:
+        kept, as the user cannot have meant to take them away."""
+        seen = _model_choices(self, "upstream").queryset
+        assert seen is not None
+        linked = [int(pk) for pk in self.initial.get("upstream") or []]
+        visible = set(seen.filter(pk__in=linked).values_list("pk", flat=True))
+        return [pk for pk in linked if pk not in visible]
 
 
 class NewStepForm(forms.Form):

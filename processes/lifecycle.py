@@ -351,6 +351,15 @@ def _last_success(target_batch_id: int) -> int:
     )
 
 
+def has_queued_input(job_id: int) -> bool:
+    """Whether batches wait in the queue for one of the job's steps (claimable or to retry)."""
+    return (
+        Queue.objects.filter(process__parent_id=job_id, process__deleted=False)
+        .exclude(batch_state_id=BatchState.DISCARDED)
+        .exists()
+    )
+
+
 def has_rebuilds(job_id: int) -> bool:
     """Whether batches of the job wait to be rebuilt (a failed run's, or ones a backfill,
     rewind or reprocess put back): live rows with a target batch once no run holds them.

@@ -158,6 +158,18 @@ def advance(job_run_id: int) -> Advance:
     return Advance(ready=ready)
 
 
+def held_by_its_pause(job_id: int) -> bool:
+    """Whether a run of the resumed job has work the pause held back: batches put back to
+    be rebuilt (a replay, a backfill's next rebuild), or, for a job that runs on its
+    upstream, batches its upstream queued meanwhile (no upstream run will come again for
+    them). A job with a timed schedule gets them on its next tick all the same."""
+    from processes.schedules import runs_on_upstream
+
+    if lifecycle.has_rebuilds(job_id):
+        return True
+    return runs_on_upstream(job_id) and lifecycle.has_queued_input(job_id)
+
+
 def _triggered_by(job: Process) -> list[int]:
     """Jobs that run as soon as ``job`` queued a batch for one of their steps (a paused job
     does not: its batches wait for it to be resumed)."""

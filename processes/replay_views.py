@@ -8,15 +8,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import date, timedelta
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import models
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from batches.ingest import markers
 from batches.models import Batch, File
@@ -139,27 +139,38 @@ def reprocess_file(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
+class MarkerForm(forms.Form):
+    key = forms.CharField(required=False, max_length=markers.KEY_LENGTH, strip=False)
+    since = forms.DateTimeField(required=False)
+
+    def clean(self) -> dict:
+        data = super().clean() or {}
+        if bool(data.get("key")) == bool(data.get("since")):
+            raise forms.ValidationError(
+                "Give a key or a time (not both), the time as 2026-11-27T10:00."
+            )
+        return data
+
+
 @login_required
 def reset_marker(request: HttpRequest, pk: int) -> HttpResponse:
     """A scan step's marker moved back to a key, or to just before the first file
     registered since a time: the plan first, then a second click moves it."""
     step = _visible(request, Process, pk)
     assert isinstance(step, Process)
+    if step.parent_id is None:
+        raise Http404("Only a scan step has a marker.")
     if not can(request.user, step, Role.DEVELOPER):
         raise PermissionDenied("Moving a scan's marker needs the developer role.")
     data = request.POST if request.method == "POST" else request.GET
-    key, raw_since = data.get("key"), data.get("since", "")
-    since = parse_datetime(raw_since) if raw_since else None
-    if since is not None and timezone.is_naive(since):
-        since = timezone.make_aware(since)
-    asked = bool(key) != bool(raw_since)
-    invalid = (bool(key) and bool(raw_since)) or (bool(raw_since) and since is None)
+    form = MarkerForm(data if ("key" in data or "since" in data) else None)
     back = reverse("ui-job", args=[step.parent_id])
     planned, error = None, ""
-    if asked and not invalid:
+    if form.is_bound and form.is_valid():
+        key, since = form.cleaned_data.get("key") or None, form.cleaned_data.get("since")
         try:
             call = markers.reset if request.method == "POST" else markers.plan_reset
-            planned = call(step.pk, key=key or None, since=since)
+            planned = call(step.pk, key=key, since=since)
         except markers.MarkerRefused as exc:
             error = str(exc)
         except BdreError as exc:
@@ -178,9 +189,10 @@ def reset_marker(request: HttpRequest, pk: int) -> HttpResponse:
             "step": step,
             "plan": planned,
             "error": error,
-            "key": key or "",
-            "since": raw_since,
-            "invalid": invalid,
+            "form": form,
+            "key": data.get("key", "")[: markers.KEY_LENGTH],
+            "since": data.get("since", "")[:40],
+            "invalid": form.is_bound and not form.is_valid(),
             "back": back,
         },
     )

@@ -89,7 +89,13 @@ def _validate(schedule: Schedule) -> None:
 
 
 def _job(job_id: int) -> Process:
-    job = Process.objects.filter(pk=job_id, parent__isnull=True, deleted=False).first()
+    # Locked (in the caller's transaction): a pause and a schedule change at once never
+    # lose one another (change_timing reads the pause, then writes it back).
+    job = (
+        Process.objects.select_for_update()
+        .filter(pk=job_id, parent__isnull=True, deleted=False)
+        .first()
+    )
     if job is None:
         # As another team's job answers (bdre.api.acting_on): an id never tells whether a
         # row exists that the user may not see.
@@ -139,6 +145,7 @@ def change_timing(job_id: int, schedule: Schedule) -> Schedule:
     """Change the job's timing and upstream trigger, paused or not as it is: the schedule
     edits of the pages and the command, which say nothing of the pause (a PUT of the API
     gives ``enabled`` and so replaces it)."""
+    _job(job_id)  # the lock first, then the pause as it stands
     return set_schedule(job_id, replace(schedule, enabled=not is_paused(job_id)))
 
 
@@ -166,6 +173,7 @@ def _set_paused(job: Process, paused: bool) -> None:
     )
 
 
+@transaction.atomic
 def set_on_upstream(job_id: int, on_upstream: bool) -> Schedule:
     """Whether the job runs as soon as an upstream job queued a batch for it; its timed
     schedule, paused or not, stays as it is."""

@@ -181,6 +181,15 @@ def enqueue_run(job_id: int, max_batch: int | None = None) -> None:
     )
 
 
+def resume(job_id: int) -> schedules.Schedule:
+    """Resume the job, and start the run that its pause held back, if any
+    (``orchestrator.held_by_its_pause``): for a job that is not timed, nothing else would."""
+    shown = schedules.resume(job_id)
+    if orchestrator.held_by_its_pause(job_id):
+        enqueue_run(job_id)
+    return shown
+
+
 @shared_task(name="processes.tasks.reap_expired_runs")
 def reap_expired_runs() -> list[int]:
     reaped = lifecycle.reap_expired()

@@ -179,7 +179,7 @@ def job_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
                 f"{job.name} is paused: no schedule, upstream or replay trigger starts it.",
             )
         elif action == "resume":
-            schedules.resume(job.pk)
+            tasks.resume(job.pk)
             messages.success(request, f"{job.name} is resumed: its triggers start it again.")
     except BdreError as exc:
         messages.error(request, f"{exc.message} (error {exc.code})")

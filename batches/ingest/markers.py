@@ -16,6 +16,8 @@ from batches.models import File, ScanState
 from bdre.errors import BdreError, Code
 from processes.models import Process
 
+KEY_LENGTH = 1024  # ScanState.marker's column
+
 
 class MarkerRefused(ValueError):
     """Not a marker the step may be given; the message says why (an answer of 400)."""
@@ -64,6 +66,8 @@ def plan_reset(
     step = _step(step_id)
     if (key is None) == (since is None):
         raise MarkerRefused("give a key or a time, not both")
+    if key is not None and (len(key) > KEY_LENGTH or "\x00" in key):
+        raise MarkerRefused(f"a key has at most {KEY_LENGTH} characters, and no NUL")
     state = ScanState.objects.filter(process=step).first()
     if state is None:
         raise BdreError(Code.NO_BATCHES, f"{step.name} has not scanned yet: nothing to list again")

@@ -10,6 +10,7 @@ recorded as the run's lineage (``lineage.steps``)."""
 from __future__ import annotations
 
 import logging
+import re
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -21,6 +22,13 @@ from processes.jobs.spark_io import input_batches, read_table, record_lineage, s
 from processes.jobs.spark_session import get_spark
 
 log = logging.getLogger(__name__)
+
+# How the databases BDRE_JDBC_DRIVERS names say that a table does not exist (Derby,
+# PostgreSQL, MySQL and MariaDB, SQL Server, Oracle).
+NO_SUCH_TABLE = re.compile(
+    r"Table/View '[^']*' does not exist|relation \"[^\"]*\" does not exist"
+    r"|Table '[^']*' doesn't exist|Invalid object name|ORA-00942",
+)
 
 
 def delete_exported(
@@ -50,7 +58,9 @@ def delete_exported(
     try:
         frame = reader.load()
     except Exception as exc:
-        log.info("export to %s: no rows to replace (%s)", table, str(exc).splitlines()[0][:200])
+        if not NO_SUCH_TABLE.search(str(exc)):
+            raise  # the database is unreachable, refuses the login...: the step fails
+        log.info("export to %s: no table yet, so no rows to replace", table)
         return
     frame.collect()
 

@@ -144,6 +144,7 @@ def edit_job(job_id: int, edit: JobEdit) -> Process:
     # The links last: a step may lead to a step added above, never to one removed.
     live = _live_steps(job)
     by_id = {s.pk: s for s in live.values()}
+    relinks: list[tuple[Process, StepEdit]] = []
     for change in edit.steps:
         step = by_id.get(change.step_id)
         if step is None:
@@ -159,8 +160,16 @@ def edit_job(job_id: int, edit: JobEdit) -> Process:
             ),
         )
         if relink.next is not None or relink.upstream is not None:
-            with _said_of(step.name):
-                _relink(job, step, live, relink)
+            relinks.append((step, relink))
+    # The next links that change are taken away first, then made: each new link is checked
+    # against the links as the edit leaves them, not against one it takes away (a -> b
+    # turned into b -> a is no cycle).
+    for step, relink in relinks:
+        if relink.next is not None:
+            step.next_processes.clear()
+    for step, relink in relinks:
+        with _said_of(step.name):
+            _relink(job, Process.objects.get(pk=step.pk), live, relink)
     if not live:
         raise ValidationError({"steps": NEEDS_A_STEP})
     followed = {

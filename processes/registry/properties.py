@@ -36,7 +36,16 @@ GROUP_CHECKS: dict[str, Callable[[Mapping[str, object]], None]] = {}
 def check_properties(properties: Properties, owner: str, field: str | None = "properties") -> None:
     """A ValidationError on ``field`` for a group or key longer than its column, which
     PostgreSQL would refuse at the insert (and SQLite keep); ``field`` None: on the
-    property's own field, ``config_group`` or ``key``."""
+    property's own field, ``config_group`` or ``key``. The ``schedule`` group is the
+    schedule's (its upstream trigger, its pause): set through the schedule's own service."""
+    if SCHEDULE_GROUP in properties:
+        raise ValidationError(
+            {
+                field or "config_group": f"{owner}: the {SCHEDULE_GROUP} group is the job's "
+                "schedule: set it with the schedule (PUT .../schedule/, pause, resume, or the "
+                "job page's schedule section), not as properties"
+            }
+        )
     for group, values in properties.items():
         names = [("config_group", "config group", group, GROUP_LENGTH)]
         names += [("key", "key", key, KEY_LENGTH) for key in values]

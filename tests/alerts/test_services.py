@@ -228,6 +228,25 @@ def test_a_run_that_ends_past_its_sla_between_two_checks_alerts_once(
     assert len(webhook.posts) == 1
 
 
+def test_a_run_told_about_while_it_ran_is_not_told_about_again_when_it_ends(
+    make_job, webhook, eager, django_capture_on_commit_callbacks
+):
+    job = alerting(make_job("orders"), webhook=webhook.url, sla_minutes="30")
+    with django_capture_on_commit_callbacks(execute=True):
+        run = lifecycle.init_job(job.pk).instance_exec_id
+    InstanceExec.objects.filter(pk=run).update(start_ts=timezone.now() - timedelta(minutes=45))
+    [alert] = services.run_checks()  # the periodic check sees it running late
+    assert alert.run_id == run
+    # Past the rate limit's window too: the run's end finds the same condition said.
+    AlertGate.objects.filter(job=job).update(last_sent_at=timezone.now() - timedelta(hours=2))
+    for step in steps_of(job):
+        lifecycle.init_step(step.pk)
+        lifecycle.halt_step(step.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        lifecycle.halt_job(job.pk)
+    assert [p["run"]["id"] for p in webhook.posts] == [run]
+
+
 def test_a_run_that_ends_within_its_sla_alerts_nobody(
     make_job, webhook, eager, django_capture_on_commit_callbacks
 ):

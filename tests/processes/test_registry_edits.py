@@ -89,3 +89,32 @@ def test_editing_a_job_deleted_meanwhile_is_a_conflict_not_a_crash(job):
     registry.delete_process(job.pk)
     with pytest.raises(Conflict, match="deleted meanwhile"):
         registry.edit_job(job.pk, JobEdit(name="orders"))
+
+
+def test_links_turned_around_in_one_edit_are_no_cycle(team):
+    """extract -> load becomes load -> extract: each link checked against the links as they
+    are to be, not against the one the same edit takes away."""
+    job = create_job(
+        bus_domain=team.application,
+        name="turned",
+        process_type_id=JOB_TYPE,
+        steps=[StepSpec("extract", CALL, next=["load"]), StepSpec("load", CALL, next=[])],
+    )
+    extract, load = job.steps.get(name="extract"), job.steps.get(name="load")
+    registry.edit_job(
+        job.pk,
+        JobEdit(
+            name="turned",
+            steps=[StepEdit(extract.pk, next=[]), StepEdit(load.pk, next=["extract"])],
+        ),
+    )
+    assert names(job) == ["load", "extract"]
+    # And the other way round, the step whose new link is listed first.
+    registry.edit_job(
+        job.pk,
+        JobEdit(
+            name="turned",
+            steps=[StepEdit(extract.pk, next=["load"]), StepEdit(load.pk, next=[])],
+        ),
+    )
+    assert names(job) == ["extract", "load"]

@@ -371,9 +371,10 @@ def test_a_backfill_of_a_paused_job_puts_its_batches_back_and_waits_for_the_resu
     drive()
     assert len(_runs(chain.tidy)) == 2  # nothing started while paused
 
-    schedules.resume(chain.tidy.pk)
+    # The resume starts what the pause held: nothing else would for a job without a timer.
     with committed():
-        tasks.start_run(chain.tidy.pk, trigger="schedule")
+        assert client.post(f"/api/v1/processes/{chain.tidy.pk}/resume/").status_code == 200
+    assert queued == [("job", chain.tidy.pk, "upstream")]
     drive()  # each success starts the next rebuild, the pause lifted
     assert [t for t, _, _ in _runs(chain.tidy)[2:]] == chain.targets["tidy"]
 

@@ -116,3 +116,26 @@ def test_a_scan_step_s_marker_is_moved_back_from_the_job_page(team, chain, queue
     orchestrator.run_job(chain.ingest.pk)
     assert File.objects.count() == files
     assert ScanState.objects.get(process=scan).marker == "c.csv"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"since": "2024-02-30T10:00"},  # no such day
+        {"key": "k" * 2000},
+        {"key": "a\x00b"},
+        {"key": "a", "since": "2026-11-27T10:00"},
+    ],
+)
+def test_bad_input_on_the_marker_page_is_said_not_a_500(team, chain, queued, query):  # noqa: F811
+    scan = chain.ingest.steps.get()
+    client = _as(team.developer)
+    for answer in (
+        client.get(f"/steps/{scan.pk}/reset-marker/", query),
+        client.post(f"/steps/{scan.pk}/reset-marker/", query),
+    ):
+        assert answer.status_code == 200
+        text = answer.content.decode()
+        assert "Give a key" in text or "at most 1024" in text or "NUL" in text
+    # A job is no step with a marker.
+    assert client.get(f"/steps/{chain.ingest.pk}/reset-marker/").status_code == 404

@@ -63,7 +63,11 @@ def as_shown(client: Client, job: Process) -> dict[str, Any]:
     for i, form in enumerate(context["steps"].forms):
         for name in ("step", "description", "properties", "after"):
             data[f"step-{i}-{name}"] = form.initial.get(name, "")
-        data[f"step-{i}-upstream"] = form.initial.get("upstream", [])
+        # A browser posts the options selected: the jobs the user may see among them.
+        choices = set(form.fields["upstream"].queryset.values_list("pk", flat=True))
+        data[f"step-{i}-upstream"] = [
+            pk for pk in form.initial.get("upstream", []) if pk in choices
+        ]
     return data
 
 
@@ -358,3 +362,30 @@ def test_the_edit_page_leaves_the_schedule_to_the_schedule(team, job, make_job):
     assert client.post(f"/jobs/{job.pk}/edit/", data).status_code == 302
     shown = schedules.schedule_of(job.pk)
     assert shown.on_upstream and shown.paused
+
+
+def test_an_upstream_job_the_editor_may_not_see_is_kept_when_the_page_saves(team, job):
+    from django.contrib.auth.models import Group
+
+    from bdre.models import Membership, Role
+    from tests.factories import UserFactory
+
+    theirs = create_job(
+        bus_domain=team.other_application,
+        name="theirs",
+        process_type_id=JOB_TYPE,
+        steps=[StepSpec("their_step", CALL, properties=SLEEP)],
+    )
+    report = job.steps.get(name="report")
+    report.enqueuing_processes.add(theirs)  # linked by someone in both teams
+    editor = UserFactory(username="only_ours")
+    Membership.objects.create(
+        user=editor, team=Group.objects.get(pk=team.group.pk), role=Role.DEVELOPER
+    )
+    client = _as(editor)
+    data = as_shown(client, job)
+    data[f"step-{step_index(data, job, 'report')}-description"] = "edited"
+    assert client.post(f"/jobs/{job.pk}/edit/", data).status_code == 302
+    report.refresh_from_db()
+    assert report.description == "edited"
+    assert list(report.enqueuing_processes.all()) == [theirs]

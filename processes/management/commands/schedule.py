@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import CommandParser
 
 from bdre.commands import JsonCommand
-from processes import schedules
+from processes import schedules, tasks
 
 
 class Command(JsonCommand):
@@ -38,7 +38,7 @@ class Command(JsonCommand):
             elif o["pause"]:
                 schedules.pause(job)
             elif o["resume"]:
-                schedules.resume(job)
+                tasks.resume(job)
             elif o["cron"] or o["every"]:
                 on_upstream = o["on_upstream"]
                 if on_upstream is None:
