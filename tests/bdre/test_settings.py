@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -181,15 +180,21 @@ def test_sqlite_writers_wait_instead_of_failing(tmp_path, mode):
     )
     assert setup.returncode == 0, setup.stderr
     assert json.loads(setup.stdout.strip()) == "wal"
-    start_at = time.time() + 4
+    barrier = tmp_path / "ready"
+    barrier.mkdir()
     worker = textwrap.dedent(
         f"""
-        import django, json, os, sys, time
+        import django, json, os, pathlib, sys, time
         django.setup()
         from django.db import connection, transaction, OperationalError
         connection.settings_dict["OPTIONS"]["transaction_mode"] = {mode!r}
-        # Start together, so that the four really overlap whatever their start-up time.
-        time.sleep(max(0.0, {start_at!r} - time.time()))
+        # Start together, so that the four really overlap however long each took to start
+        # (a start at a set time was missed on a loaded machine: no overlap, no conflict).
+        barrier = pathlib.Path({str(barrier)!r})
+        (barrier / str(os.getpid())).touch()
+        deadline = time.monotonic() + 60
+        while len(list(barrier.iterdir())) < 4 and time.monotonic() < deadline:
+            time.sleep(0.005)
         errors = 0
         for _ in range(40):
             try:
@@ -197,7 +202,7 @@ def test_sqlite_writers_wait_instead_of_failing(tmp_path, mode):
                     with connection.cursor() as c:
                         c.execute("SELECT n FROM counter")
                         n = c.fetchone()[0]
-                        time.sleep(0.001)
+                        time.sleep(0.005)
                         c.execute("UPDATE counter SET n = %s", [n + 1])
             except OperationalError:
                 errors += 1
