@@ -351,24 +351,23 @@ def _last_success(target_batch_id: int) -> int:
     )
 
 
+def _waiting(job_id: int) -> QuerySet[BatchConsumpQueue]:
+    """The job's queue rows not discarded: claimable, to retry, or held by a run."""
+    return Queue.objects.filter(process__parent_id=job_id).exclude(
+        batch_state_id=BatchState.DISCARDED
+    )
+
+
 def has_queued_input(job_id: int) -> bool:
     """Whether batches wait in the queue for one of the job's steps (claimable or to retry)."""
-    return (
-        Queue.objects.filter(process__parent_id=job_id, process__deleted=False)
-        .exclude(batch_state_id=BatchState.DISCARDED)
-        .exists()
-    )
+    return _waiting(job_id).filter(process__deleted=False).exists()
 
 
 def has_rebuilds(job_id: int) -> bool:
     """Whether batches of the job wait to be rebuilt (a failed run's, or ones a backfill,
     rewind or reprocess put back): live rows with a target batch once no run holds them.
     Its next run takes the oldest."""
-    return (
-        Queue.objects.filter(process__parent_id=job_id, target_batch__isnull=False)
-        .exclude(batch_state_id=BatchState.DISCARDED)
-        .exists()
-    )
+    return _waiting(job_id).filter(target_batch__isnull=False).exists()
 
 
 def _start_run(

@@ -28,6 +28,15 @@ def fail_once(job: Process, error: str, capture) -> int:
     return run
 
 
+def end_run(job: Process, capture) -> None:
+    """The running run's steps, then its end, with what its end sends on commit."""
+    for step in steps_of(job):
+        lifecycle.init_step(step.pk)
+        lifecycle.halt_step(step.pk)
+    with capture(execute=True):
+        lifecycle.halt_job(job.pk)
+
+
 def test_a_job_failing_three_times_in_the_window_sends_one_email_then_counts_the_rest(
     make_job, smtp, eager, django_capture_on_commit_callbacks
 ):
@@ -214,11 +223,7 @@ def test_a_run_that_ends_past_its_sla_between_two_checks_alerts_once(
         run = lifecycle.init_job(job.pk).instance_exec_id
     # It ran for 31 minutes and succeeded before the periodic check came round.
     InstanceExec.objects.filter(pk=run).update(start_ts=timezone.now() - timedelta(minutes=31))
-    for step in steps_of(job):
-        lifecycle.init_step(step.pk)
-        lifecycle.halt_step(step.pk)
-    with django_capture_on_commit_callbacks(execute=True):
-        lifecycle.halt_job(job.pk)
+    end_run(job, django_capture_on_commit_callbacks)
 
     [body] = webhook.posts
     assert (body["kind"], body["run"]["id"]) == ("sla", run)
@@ -239,11 +244,7 @@ def test_a_run_told_about_while_it_ran_is_not_told_about_again_when_it_ends(
     assert alert.run_id == run
     # Past the rate limit's window too: the run's end finds the same condition said.
     AlertGate.objects.filter(job=job).update(last_sent_at=timezone.now() - timedelta(hours=2))
-    for step in steps_of(job):
-        lifecycle.init_step(step.pk)
-        lifecycle.halt_step(step.pk)
-    with django_capture_on_commit_callbacks(execute=True):
-        lifecycle.halt_job(job.pk)
+    end_run(job, django_capture_on_commit_callbacks)
     assert [p["run"]["id"] for p in webhook.posts] == [run]
 
 

@@ -239,14 +239,18 @@ def manage_env(var_dir: Path, **extra: str) -> dict[str, str]:
     }
 
 
-def sync_catalog(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
+def run_sync(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, str(ROOT / "manage.py"), "sync_catalog", *args],
         env=env,
         capture_output=True,
         text=True,
         timeout=300,
     )
+
+
+def sync_catalog(env: dict[str, str], *args: str) -> str:
+    done = run_sync(env, *args)
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
     return done.stdout
 
@@ -466,13 +470,7 @@ def test_a_second_metastore_in_one_database_is_refused_with_what_to_do(
     assert "4 created" in sync_catalog(first)
     before = schema_tables(metastore_database)
     second = first | {"BDRE_METASTORE_SCHEMA": "staging"}
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "manage.py"), "sync_catalog"],
-        env=second,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_sync(second)
     assert done.returncode == 1
     database = metastore_database.rsplit("/", 1)[1]
     assert (
