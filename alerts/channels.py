@@ -1,21 +1,30 @@
 """The two ways an alert leaves BDRE: an e-mail through Django's mail backend, and a JSON
-POST to a webhook. Each raises ``DeliveryFailed`` with the reason when it could not send."""
+POST to a webhook. Each raises ``DeliveryFailed`` when it could not send."""
 
 from __future__ import annotations
 
+import http.client
 import json
-import urllib.error
-import urllib.request
 from typing import Any
 
 from django.conf import settings
 from django.core.mail import send_mail
 
-from alerts.checks import check_webhook
+from alerts import outbound
+
+# What the team reads when a webhook was not delivered, whatever the reason: a refused
+# connection, a dropped one, a status or a service that is no HTTP server, told apart, would
+# make the webhook a scanner of the installation's network. The reason goes to the log.
+COULD_NOT_DELIVER = "could not deliver (the reason is in the installation's log)"
 
 
 class DeliveryFailed(Exception):
-    pass
+    """``str()``: what the alert's record says to the team; ``reason``: what the
+    installation's log says."""
+
+    def __init__(self, shown: str, reason: str = "") -> None:
+        super().__init__(shown)
+        self.reason = reason or shown
 
 
 def send_email(address: str, subject: str, body: str) -> None:
@@ -27,31 +36,18 @@ def send_email(address: str, subject: str, body: str) -> None:
         raise DeliveryFailed("the mail backend sent nothing")
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """A webhook answers itself: a redirect is not followed (to another host, a file)."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-_opener = urllib.request.build_opener(_NoRedirect)
-
-
 def post_webhook(url: str, payload: dict[str, Any]) -> None:
+    """POST the payload; only a 2xx answer is a delivery (a redirect is not followed)."""
     try:
-        check_webhook(url, "webhook")  # stored before the check existed, or by hand
-    except ValueError as exc:
-        raise DeliveryFailed(str(exc)) from exc
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(payload).encode(),
-        headers={"Content-Type": "application/json", "User-Agent": "bdre-alerts"},
-        method="POST",
-    )
-    try:
-        with _opener.open(request, timeout=settings.BDRE_ALERT_WEBHOOK_TIMEOUT) as answer:
-            answer.read(1024)
-    except urllib.error.HTTPError as exc:
-        raise DeliveryFailed(f"HTTP {exc.code} {exc.reason}") from exc
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise DeliveryFailed(f"{type(exc).__name__}: {exc}") from exc
+        status = outbound.post(
+            url,
+            json.dumps(payload).encode(),
+            {"Content-Type": "application/json", "User-Agent": "bdre-alerts"},
+            settings.BDRE_ALERT_WEBHOOK_TIMEOUT,
+        )
+    except (outbound.Refused, http.client.HTTPException, OSError, ValueError) as exc:
+        # ssl's errors and timeouts are OSErrors; an answer that is not HTTP (BadStatusLine)
+        # is an HTTPException.
+        raise DeliveryFailed(COULD_NOT_DELIVER, f"{type(exc).__name__}: {exc}") from exc
+    if not 200 <= status < 300:
+        raise DeliveryFailed(COULD_NOT_DELIVER, f"HTTP {status}")

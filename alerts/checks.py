@@ -2,7 +2,8 @@
 registered or changed, through ``GROUP_CHECKS``) and what they mean.
 
 - ``alerts.email``: a comma list of e-mail addresses;
-- ``alerts.webhook``: an http(s) URL that receives the JSON payload;
+- ``alerts.webhook``: an http(s) URL the installation may call (``alerts.outbound``) that
+  receives the JSON payload;
 - ``alerts.on``: a comma list of kinds (failure, dead_letter, sla, freshness); default all;
 - ``alerts.sla_minutes``: a run still running after this many minutes alerts (sla);
 - ``alerts.freshness_hours``: no new batch from the job for this many hours alerts.
@@ -10,13 +11,13 @@ registered or changed, through ``GROUP_CHECKS``) and what they mean.
 
 from __future__ import annotations
 
-import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
+from alerts import outbound
 from alerts.models import Kind
 from processes.registry.properties import RefusedProperty
 
@@ -37,12 +38,12 @@ def check_email(address: str, where: str) -> str:
 
 
 def check_webhook(url: str, where: str) -> str:
-    """A webhook posts to another system: only http and https, to a named host."""
-    parsed = urllib.parse.urlsplit(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise RefusedProperty(f"{where}: {url!r} is not an http:// or https:// URL with a host")
-    if parsed.username or parsed.password:
-        raise RefusedProperty(f"{where}: put no user or password in the URL")
+    """A webhook posts to another system, from inside the installation's network: only to a
+    URL the installation allows (``alerts.outbound``), checked again when it is called."""
+    try:
+        outbound.check(url)
+    except outbound.Refused as exc:
+        raise RefusedProperty(f"{where}: {exc}") from exc
     return url
 
 
@@ -85,9 +86,10 @@ def job_rules(values: Mapping[str, object]) -> JobRules:
             )
     text = {key: str(value).strip() for key, value in values.items()}
     emails = tuple(check_email(a, f"{GROUP}.email") for a in split(text.get("email", "")))
+    # The webhook is checked where it is set and where it is called (check_job_properties,
+    # outbound.post), not where the rules are read: a DNS answer is no reason to drop the
+    # job's other destinations, and reading the rules should not wait on a resolver.
     webhook = text.get("webhook", "")
-    if webhook:
-        check_webhook(webhook, f"{GROUP}.webhook")
     kinds = tuple(Kind.values)
     if text.get("on"):
         kinds = tuple(check_kinds(text["on"], f"{GROUP}.on"))
@@ -103,4 +105,6 @@ def job_rules(values: Mapping[str, object]) -> JobRules:
 
 
 def check_job_properties(values: Mapping[str, object]) -> None:
-    job_rules(values)
+    rules = job_rules(values)
+    if rules.webhook:
+        check_webhook(rules.webhook, f"{GROUP}.webhook")

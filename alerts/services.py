@@ -211,8 +211,13 @@ def _deliver(alert: Alert, subject: str, text: str, payload: dict[str, Any]) -> 
         else:
             channels.post_webhook(alert.destination, payload)
     except channels.DeliveryFailed as exc:
-        log.warning("alert %s to %s failed: %s", alert.pk, alert.destination, exc)
+        log.warning("alert %s to %s failed: %s", alert.pk, alert.destination, exc.reason)
         alert.status, alert.error = Alert.Status.FAILED, str(exc)[:2000]
+    except Exception:
+        # Whatever one destination does, the alert's other destinations still get theirs and
+        # this one is recorded as failed, not left pending by a crashed task.
+        log.exception("alert %s to %s failed", alert.pk, alert.destination)
+        alert.status, alert.error = Alert.Status.FAILED, channels.COULD_NOT_DELIVER
     else:
         alert.status, alert.sent_at = Alert.Status.SENT, timezone.now()
     Alert.objects.filter(pk=alert.pk).update(

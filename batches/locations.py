@@ -31,6 +31,7 @@ from urllib.parse import unquote, urlparse
 from django.conf import settings
 from django.db.models import Q, QuerySet
 
+from batches.ingest.storage import NOT_OWN, not_own
 from bdre.ids import is_id
 from processes.models import Process, Server, grouped_properties
 
@@ -208,6 +209,28 @@ class TeamStorage:
                     f"{location} is in {setting} outside the team's folder {own}: the other "
                     "teams' folders there (and BDRE's own) are not a location to name"
                 )
+        return normalised
+
+    def check_file(self, path: str, *, server: Server | None = None) -> str:
+        """:meth:`check` of a registered file about to be read and, on a local filesystem,
+        that its name is still a file of the folder's own (``batches.ingest.storage.not_own``):
+        not replaced since its scan by a hard link (another name of a file, maybe in another
+        team's folder, where the path check sees only this one), a symbolic link, a FIFO, a
+        socket or a device. The name itself is looked at (``lstat``), not what it leads to; a
+        file that is gone is left to the reader to say."""
+        normalised = self.check(path, server=server)
+        if not normalised.startswith("file:"):
+            return normalised
+        local = unquote(urlparse(path).path) if path.startswith("file:") else path
+        try:
+            reason = not_own(os.lstat(local))
+        except FileNotFoundError:
+            return normalised
+        if reason is not None:
+            raise LocationRefused(
+                f"{path}: {NOT_OWN[reason]}; a step reads only the team's own files "
+                "(docs/security.md)"
+            )
         return normalised
 
     def _bdre_areas(self) -> list[tuple[str, str]]:

@@ -6,7 +6,7 @@ from django.http import HttpRequest
 from rest_framework.authtoken.models import TokenProxy
 
 from bdre.access import scope
-from bdre.models import ApiToken, Membership
+from bdre.models import ApiToken, Invitation, Membership
 
 # DRF's own tokens authenticate nothing here (bdre.authentication reads ApiToken; the app
 # stays installed for the migration that copied its keys): an admin page for them would
@@ -79,6 +79,23 @@ class ApiTokenAdmin(SuperuserOnly, admin.ModelAdmin):
     list_display = ("user", "name", "created_ts", "expires_at", "last_used_at")
     search_fields = ("user__username", "name")
     readonly_fields = ("user", "name", "key_digest", "created_ts", "expires_at", "last_used_at")
+
+    def has_add_permission(self, request: HttpRequest, *args: object) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(Invitation)
+class InvitationAdmin(SuperuserOnly, ScopedAdmin):
+    """Invitations are sent by a team's admins and answered by their user (the team pages,
+    the API); a superuser may only delete one here. He adds a member directly instead."""
+
+    list_display = ("username", "team", "role", "invited_by", "created_ts", "expires_at")
+    list_filter = ("role", "team")
+    search_fields = ("username", "team__name")
+    readonly_fields = ("team", "username", "role", "invited_by", "created_ts", "expires_at")
 
     def has_add_permission(self, request: HttpRequest, *args: object) -> bool:
         return False

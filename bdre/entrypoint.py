@@ -43,7 +43,8 @@ USAGE = f"usage: python -m bdre.entrypoint ROLE [ARGS...]; ROLE is one of {', '.
 
 # The roles that start a Spark driver: it must be reachable by the executors.
 DRIVER_ROLES = ("spark-queue-worker", "spark-connect")
-SPARK_ROLES = ("spark-master", "spark-worker", *DRIVER_ROLES)
+DAEMON_ROLES = ("spark-master", "spark-worker")
+SPARK_ROLES = (*DAEMON_ROLES, *DRIVER_ROLES)
 
 
 class RoleError(ValueError):
@@ -208,6 +209,11 @@ def main(argv: list[str] | None = None) -> None:
         if done.returncode:
             sys.exit(done.returncode)
     print("bdre.entrypoint: exec", " ".join(final), flush=True)
+    if role in DAEMON_ROLES:
+        # A Spark daemon's JVM (and the executors a worker starts) keeps none of the
+        # installation's secrets; the driver roles' JVMs are started by BDRE's own code,
+        # which strips them too (bdre.spark_cluster.jvm_env).
+        run_env = spark_cluster.jvm_env(run_env)
     try:
         os.execvpe(final[0], final, run_env)
     except OSError as exc:

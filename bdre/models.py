@@ -50,6 +50,52 @@ class Membership(models.Model):
         return f"{self.user} is {self.role} of {self.team}"
 
 
+class InvitationQuerySet(models.QuerySet["Invitation"]):
+    def pending(self) -> InvitationQuerySet:
+        return self.filter(expires_at__gt=timezone.now())
+
+    def addressed_to(self, user) -> InvitationQuerySet:
+        """The pending invitations that ``user`` may accept or decline."""
+        return self.pending().filter(username=user.get_username())
+
+
+class Invitation(models.Model):
+    """A team admin's offer of a role to a user, who becomes a member only by accepting it.
+
+    It names the user by the user name the admin typed, not by a key to a user: an
+    invitation to a name that no user has is stored like any other, so that neither the
+    answer, nor its time, nor the team's list of pending invitations tells the admin which
+    names exist (docs/security.md, "Memberships by consent")."""
+
+    team = models.ForeignKey(Group, on_delete=models.CASCADE, related_name="invitations")
+    username = models.CharField(max_length=150)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    created_ts = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+
+    objects = InvitationQuerySet.as_manager()
+    team_lookup = "team"
+
+    class Meta:
+        ordering = ["-created_ts", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "username"], name="invitation_unique_team_username"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(role__in=[r.value for r in Role]),
+                name="invitation_role_valid",
+            ),
+        ]
+        indexes = [models.Index(fields=["username"], name="invitation_username")]
+
+    def __str__(self) -> str:
+        return f"{self.username} invited as {self.role} of {self.team}"
+
+
 def _key_digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 

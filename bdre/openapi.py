@@ -32,6 +32,7 @@ RESOURCE_TAGS = {
     "alert-destinations": "alerts",
     "teams": "teams",
     "memberships": "teams",
+    "invitations": "teams",
     "tokens": "tokens",
     "auth": "tokens",
     "master": "master tables",
@@ -49,7 +50,7 @@ TAG_DESCRIPTIONS = {
     "servers": "Storage and database grants of a team.",
     "lineage": "Queries, column-level lineage nodes and relations, and their graphs.",
     "alerts": "Alert destinations and the alerts sent.",
-    "teams": "Teams and their members' roles.",
+    "teams": "Teams, their members' roles, and invitations to join them.",
     "tokens": "API tokens: issuing, listing, revoking.",
     "master tables": "The fixed lists of types and states.",
 }

@@ -51,12 +51,13 @@ COMPAT_HADOOP_CONF = {
     "fs.s3a.connection.acquisition.timeout": "60000",
     "fs.s3a.connection.idle.time": "60000",
     "fs.s3a.connection.request.timeout": "0",
-    # Access and secret keys from fs.s3a.access.key/secret.key (per bucket too), else the
-    # environment's (AWS_ACCESS_KEY_ID...), else the EC2/ECS instance's role.
+    # Access and secret keys from fs.s3a.access.key/secret.key (per bucket:
+    # fs.s3a.bucket.<bucket>.access.key), else the EC2/ECS instance's role. Never the
+    # environment's (AWS_ACCESS_KEY_ID...): a Spark JVM has none of the installation's
+    # secrets in its environment (bdre.spark_cluster.jvm_env), the keys are Hadoop settings.
     "fs.s3a.aws.credentials.provider": ",".join(
         (
             "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
-            "com.amazonaws.auth.EnvironmentVariableCredentialsProvider",
             "org.apache.hadoop.fs.s3a.auth.IAMInstanceCredentialsProvider",
         )
     ),

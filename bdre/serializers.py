@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from rest_framework import serializers
 
 from bdre.access import role_in, teams
-from bdre.models import Membership, Role
+from bdre.models import Invitation, Membership, Role
 
 
 class TeamSerializer(serializers.ModelSerializer):
@@ -48,6 +50,44 @@ class MembershipSerializer(serializers.ModelSerializer):
                         {name: "A membership cannot move: remove it and add another."}
                     )
         return attrs
+
+
+class InvitationSerializer(serializers.ModelSerializer):
+    """A pending invitation, as its team's members and the user it names see it."""
+
+    team_name = serializers.CharField(source="team.name", read_only=True)
+    invited_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
+
+    class Meta:
+        model = Invitation
+        fields = (
+            "id",
+            "team",
+            "team_name",
+            "username",
+            "role",
+            "invited_by",
+            "created_ts",
+            "expires_at",
+        )
+        read_only_fields = fields
+
+
+class InviteSerializer(serializers.Serializer):
+    """An invitation to send: the user by name (never looked up), into one of the user's
+    teams, with a role."""
+
+    team = serializers.PrimaryKeyRelatedField(queryset=Group.objects.all())
+    username = serializers.CharField(max_length=150)
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.VIEWER.value)
+
+    validate_team = MembershipSerializer.validate_team
+
+
+class InvitationSentSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="The same whether a user of that name exists or not.")
 
 
 def master_serializer(model) -> type[serializers.ModelSerializer]:

@@ -165,6 +165,8 @@ BDRE_LOGIN_LOCKOUT_SECONDS = env_int("BDRE_LOGIN_LOCKOUT_SECONDS", 900)
 # for the lockout period, whatever token it sends.
 BDRE_TOKEN_MAX_FAILURES_IP = env_int("BDRE_TOKEN_MAX_FAILURES_IP", 20)
 BDRE_TOKEN_DAYS = env_int("BDRE_TOKEN_DAYS", 90)
+# How long a team invitation waits for its user to accept it (bdre.teams.invite).
+BDRE_INVITATION_DAYS = env_int("BDRE_INVITATION_DAYS", 14)
 # DRF rates ("number/second|minute|hour|day"): anonymous requests by address, authenticated
 # ones by user, and token issuing by password (POST /api/v1/auth/token/) by address.
 BDRE_THROTTLE_ANON = env_str("BDRE_THROTTLE_ANON", "60/minute")
@@ -279,6 +281,10 @@ SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
 # A Spark Connect server (sc://host:15002): the steps' session is a Connect client's, with no
 # JVM in the worker; SPARK_MASTER, SPARK_UI and SPARK_DRIVER_MEMORY are then the server's own.
 SPARK_REMOTE = env_str("SPARK_REMOTE", "")
+# The token the Spark Connect server requires of its clients (spark_connect_server refuses to
+# start without one; docs/operations.md, "Spark Connect as the cluster's front"): the
+# Spark-queue workers send it, no Spark JVM's environment holds it.
+SPARK_CONNECT_TOKEN = env_str("SPARK_CONNECT_TOKEN", "")
 SPARK_UI = env_bool("SPARK_UI", False)
 # Spark's event log under BDRE_WAREHOUSE/spark-events, for a History Server to read
 # (docs/operations.md, "The Spark UI and the event log").
@@ -369,6 +375,10 @@ DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "bdre@localhost")
 # next, so a failing schedule does not send a storm.
 BDRE_ALERT_MIN_INTERVAL_SECONDS = env_int("BDRE_ALERT_MIN_INTERVAL_SECONDS", 900)
 BDRE_ALERT_WEBHOOK_TIMEOUT = env_float("BDRE_ALERT_WEBHOOK_TIMEOUT", 10.0)
+# Webhooks go only to hosts whose every address is public, or to the host names and IP
+# addresses listed here (an internal chat server, say): a comma list, empty by default
+# (docs/security.md, "Outbound requests").
+BDRE_ALERT_ALLOWED_HOSTS = env_list("BDRE_ALERT_ALLOWED_HOSTS", [])
 # How often Beat checks the runs' SLA and the jobs' freshness.
 BDRE_ALERT_CHECK_SECONDS = env_int("BDRE_ALERT_CHECK_SECONDS", 300)
 # Sent alerts older than this are deleted by that check (0 keeps them for ever).

@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,10 +91,19 @@ class Cluster(Daemons):
 @dataclass
 class ConnectServer(Daemons):
     master: str
+    # What the server requires of its clients (``spark.connect.authenticate.token``).
+    token: str = field(default="", repr=False)
 
     @property
     def remote_url(self) -> str:
-        return f"sc://{self.host}:{self.port}"
+        """The server's address for a client, with its token. PySpark's own client sends a
+        token only over TLS or to a server it calls ``localhost`` (no TLS): so the
+        loopback address is named so. BDRE's workers send it either way
+        (``processes.jobs.spark_session.connect_channel``)."""
+        if not self.token:
+            return f"sc://{self.host}:{self.port}"
+        host = "localhost" if self.host == "127.0.0.1" else self.host
+        return f"sc://{host}:{self.port}/;token={self.token}"
 
 
 # The daemons' command lines: the same here and in the container image's entrypoint
@@ -145,12 +156,68 @@ def connect_command(master: str, conf: dict[str, str]) -> list[str]:
     ]
 
 
-def daemon_env() -> dict[str, str]:
-    # SPARK_NO_DAEMONIZE: the JVM stays this process (spark-class execs it), to be stopped.
-    return {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_NO_DAEMONIZE": "1"}
+# --- the environment of a Spark JVM ----------------------------------------------------------
+#
+# A Spark JVM runs team code (the steps' Spark SQL, in a worker's driver or a Connect
+# server) and forks the Python workers of its executors, which inherit its environment. The
+# installation's secrets (SECRET_KEY, FIELD_ENCRYPTION_KEY, DATABASE_URL with its password,
+# the broker's and the metastore's URLs, AWS keys, SPARK_CONF's object-store keys) are the
+# Django process's, never the JVM's: it keeps only what Java, Spark's launch scripts and the
+# Python workers need. An allowlist, so that a setting added to BDRE later stays out too.
+JVM_ENV_NAMES = frozenset(
+    {
+        *("PATH", "HOME", "USER", "LOGNAME", "SHELL", "HOSTNAME", "TMPDIR", "TERM"),
+        *("LANG", "LANGUAGE", "TZ", "JAVA_HOME", "JAVA_TOOL_OPTIONS"),
+        # The executors' Python: the worker's interpreter and its packages.
+        *("PYTHONPATH", "PYTHONHASHSEED", "VIRTUAL_ENV"),
+    }
+)
+JVM_ENV_PREFIXES = ("SPARK_", "PYSPARK_", "HADOOP_", "LC_")
+# BDRE's own settings that happen to look like Spark's: SPARK_CONF may hold object-store
+# keys, SPARK_REMOTE a token; the Connect server's token only through connect_token below.
+NOT_JVM_ENV = frozenset(
+    {"SPARK_CONF", "SPARK_REMOTE", "SPARK_CONNECT_TOKEN", "SPARK_CONNECT_AUTHENTICATE_TOKEN"}
+)
+# Even under an allowed prefix (HADOOP_CREDSTORE_PASSWORD, PYSPARK_GATEWAY_SECRET...).
+_SECRET_NAME = re.compile(r"SECRET|PASSW|TOKEN|CREDENTIAL|KEY", re.IGNORECASE)
+_PASSWORD_IN_URL = re.compile(r"://[^/@\s]*:[^/@\s]*@")
+CONNECT_TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"  # Spark's own name for it
 
 
-def _daemon(owner: Daemons, name: str, command: list[str]) -> None:
+def jvm_env(env: Mapping[str, str]) -> dict[str, str]:
+    """What a Spark JVM started from a process with environment ``env`` keeps of it: the
+    names and prefixes above, none secret-looking, no URL with a password. Every place that
+    starts a Spark JVM (a worker's driver, the Connect server, the standalone daemons) uses
+    this."""
+    return {
+        name: value
+        for name, value in env.items()
+        if (name in JVM_ENV_NAMES or name.startswith(JVM_ENV_PREFIXES))
+        and name not in NOT_JVM_ENV
+        and not _SECRET_NAME.search(name)
+        and not _PASSWORD_IN_URL.search(value)
+    }
+
+
+def daemon_env(env: Mapping[str, str] | None = None, *, connect_token: str = "") -> dict[str, str]:
+    """A Spark daemon's environment: :func:`jvm_env` of ``env`` (this process's), Spark's
+    home, and for a Connect server its token (``connect_token``). The token goes in the
+    environment, Spark's own ``SPARK_CONNECT_AUTHENTICATE_TOKEN``: on the command line any
+    local user's ``ps`` and ``spark_connect_server --print`` would show it, and as a
+    ``spark.connect.authenticate.token`` setting every client could read it back with
+    ``conf.get`` and a run would record it."""
+    daemon = {
+        **jvm_env(os.environ if env is None else env),
+        "SPARK_HOME": str(spark_home()),
+        # The JVM stays this process (spark-class execs it), to be stopped.
+        "SPARK_NO_DAEMONIZE": "1",
+    }
+    if connect_token:
+        daemon[CONNECT_TOKEN_ENV] = connect_token
+    return daemon
+
+
+def _daemon(owner: Daemons, name: str, command: list[str], *, connect_token: str = "") -> None:
     path = owner.work_dir / f"{name}.log"
     with path.open("ab") as log:
         owner.log_offsets[name] = log.tell()
@@ -159,7 +226,7 @@ def _daemon(owner: Daemons, name: str, command: list[str]) -> None:
                 command,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env=daemon_env(),
+                env=daemon_env(connect_token=connect_token),
                 cwd=owner.work_dir,
                 start_new_session=True,
             )
@@ -256,6 +323,11 @@ def start(
         raise
 
 
+def new_token() -> str:
+    """A Spark Connect server's token, when the installation has none (``make cluster``)."""
+    return secrets.token_urlsafe(32)
+
+
 def start_connect(
     work_dir: Path,
     *,
@@ -264,17 +336,20 @@ def start_connect(
     host: str = "127.0.0.1",
     port: int = 0,
     timeout: float = 90,
+    token: str | None = None,
 ) -> ConnectServer:
     """A Spark Connect server on ``master``, listening on ``host:port`` (0: a free port, the
     one bound is on the returned server), with ``conf`` as its session's configuration:
     static settings (the SQL sandbox's, the warehouse) can only be set here, never by a
-    client. Stop it with :meth:`ConnectServer.stop`."""
+    client. It answers only clients that send ``token`` (a new one when None: the server's
+    ``remote_url`` carries it). Stop it with :meth:`ConnectServer.stop`."""
     work_dir.mkdir(parents=True, exist_ok=True)
-    server = ConnectServer(host=host, port=port, work_dir=work_dir, master=master)
+    token = token or new_token()
+    server = ConnectServer(host=host, port=port, work_dir=work_dir, master=master, token=token)
     settings = connect_conf(conf or {}, host, port)
     deadline = time.monotonic() + timeout
     try:
-        _daemon(server, "connect", connect_command(master, settings))
+        _daemon(server, "connect", connect_command(master, settings), connect_token=token)
         server.port = _wait_for_port(server, "connect", CONNECT_SERVICE, deadline)
         while not _listening(host, server.port):
             if server.processes[0].poll() is not None:

@@ -18,7 +18,6 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import sqlglot
 from django.db import transaction
 from django.db.models import QuerySet
 from sqlglot import exp
@@ -28,6 +27,8 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import Scope, build_scope, traverse_scope
 from sqlglot.schema import ensure_schema
 
+from bdre import sql_parse
+from bdre.sql_parse import StatementTooDeep
 from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind, QueryKind
 
 if TYPE_CHECKING:
@@ -48,18 +49,6 @@ class LineageError(ValueError):
     def __init__(self, message: str) -> None:
         # sqlglot underlines the culprit with terminal escapes: keep the text only.
         super().__init__(re.sub(r"\x1b\[[0-9;]*m", "", message))
-
-
-class StatementTooDeep(LineageError):
-    """sqlglot reads nested expressions recursively, and Python's stack ends around 45 levels
-    of parentheses: the statement has to be flattened for its lineage to be read."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            "the statement is nested too deeply for the lineage parser: flatten it, for "
-            "example by moving nested subqueries into WITH clauses, dropping redundant "
-            "parentheses, or splitting deeply nested function calls and NOTs"
-        )
 
 
 @dataclass(frozen=True, order=True)
@@ -118,7 +107,7 @@ def _functions(expression: exp.Expr, dialect: str) -> set[str]:
 
 def _statement(sql: str, dialect: str) -> exp.Expr:
     try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+        statements = sql_parse.parse(sql, dialect)
     except SqlglotError as exc:
         raise LineageError(f"cannot parse: {exc}") from exc
     if len(statements) != 1:
@@ -274,6 +263,7 @@ def extract(
     try:
         return _extract(sql, schema, target, dialect, default_db, frozenset(partly_known))
     except RecursionError:
+        # sqlglot's qualification and lineage recurse too: the parser's one error for them.
         raise StatementTooDeep() from None
 
 
@@ -454,7 +444,7 @@ def record_query(
             dialect=dialect,
             partly_known=partly_known,
         )
-    except LineageError as exc:
+    except (LineageError, StatementTooDeep) as exc:
         query.parse_error = str(exc)[:2000]
         query.save(update_fields=["parse_error"])
         return None
@@ -539,8 +529,6 @@ def register_query(
         extracted = extract(
             sql, schema=schema, target=target, dialect=dialect, partly_known=partly_known
         )
-    except StatementTooDeep:
-        raise
     except LineageError as exc:
         extracted, reason = None, str(exc)[:2000]
     else:

@@ -256,11 +256,16 @@ extend_schema_field({"oneOf": [{"type": "integer"}, {"type": "string"}]})(Proces
 
 
 def _named(field: serializers.Field, rows, data: object, what: str):
-    """The row ``data`` names among ``rows``: by id (an integer) or by name, among the rows
-    the requesting user may see (every row for the command line, which may narrow them to
-    the context's ``team``). Names are per team (docs/security.md, "Names are per team"): a
-    name that several of the visible rows carry is answered with their teams, asking for the
-    id, and names only teams the user is in."""
+    """The row ``data`` names among ``rows``: by id (an integer) or by name.
+
+    Names are per team (docs/security.md, "Names are per team"), and a name resolves within
+    the team the request is about: the document's ``team`` (:class:`NamesWithinTeam`), or
+    the command line's ``--team``, put in the context as ``team``. Only when the request
+    names no team is a name looked for among the rows the requesting user may see (every
+    row for the command line); a name that several of them carry is answered with their
+    teams, asking for the id or the team, and names only teams the user is in. So a user who
+    joins a second team keeps registering in his first by naming it, whatever names the
+    second uses."""
     if isinstance(data, bool) or not isinstance(data, int | str) or str(data) == "":
         field.fail("unknown", value=data)
     request = field.context.get("request")
@@ -278,9 +283,59 @@ def _named(field: serializers.Field, rows, data: object, what: str):
         whose = "Several of your teams have" if request is not None else "Several teams have"
         raise serializers.ValidationError(
             f"{whose} {what} named {data} ({', '.join(teams_of)}): give its id"
-            + ("." if request is not None else " or the team.")
+            + (' or the team ("team").' if request is not None else " or the team.")
         )
     return found[0]
+
+
+class TeamNameField(serializers.Field):
+    """One of the requesting user's teams (any team for the command line), by id or name.
+    Another team reads as unknown, like a team of no name: the answer tells nothing."""
+
+    default_error_messages = {"unknown": "Unknown team {value!r}."}
+
+    def to_internal_value(self, data: object) -> Group:
+        if isinstance(data, bool) or not isinstance(data, int | str) or str(data) == "":
+            self.fail("unknown", value=data)
+        request = self.context.get("request")
+        rows = teams(request.user) if request is not None else Group.objects.all()
+        by_id = isinstance(data, int) or is_id(str(data))
+        found = rows.filter(**({"pk": int(data)} if by_id else {"name": data})).first()
+        if found is None:
+            self.fail("unknown", value=data)
+        return found
+
+    def to_representation(self, value: Group) -> str:
+        return value.name
+
+
+extend_schema_field({"oneOf": [{"type": "integer"}, {"type": "string"}]})(TeamNameField)
+
+
+class NamesWithinTeam(serializers.Serializer):
+    """A document whose names (its application, upstream jobs) resolve within the team it
+    names in ``team``, read before any of them (:func:`_named`)."""
+
+    team = TeamNameField(
+        required=False,
+        write_only=True,
+        help_text="The team (name or id) whose application and upstream jobs the document "
+        "names. Needed only when several of your teams use a name the document uses.",
+    )
+
+    def to_internal_value(self, data: Any) -> Any:
+        named = data.get("team") if hasattr(data, "get") else None
+        if named is not None:
+            try:
+                team = self.fields["team"].run_validation(named)
+            except serializers.ValidationError as exc:
+                raise serializers.ValidationError({"team": exc.detail}) from exc
+            if self.context.get("team") not in (None, team):
+                raise serializers.ValidationError(
+                    {"team": f"The document names team {team.name}, not the one given."}
+                )
+            self._context = {**self.context, "team": team}
+        return super().to_internal_value(data)
 
 
 class ProcessNameField(serializers.Field):
@@ -540,7 +595,7 @@ class PipelineScheduleSerializer(serializers.Serializer):
     on_upstream = serializers.BooleanField(required=False, default=False)
 
 
-class PipelineSerializer(serializers.Serializer):
+class PipelineSerializer(NamesWithinTeam):
     """A whole job in one document: its steps, their links and upstream jobs, properties
     and schedule. ``GET /processes/{id}/export/`` writes the same document. Parsed only:
     ``registry.register_pipeline`` checks it as a whole."""
@@ -586,7 +641,7 @@ class PipelineSerializer(serializers.Serializer):
         )
 
 
-class TemplateSerializer(serializers.Serializer):
+class TemplateSerializer(NamesWithinTeam):
     """A job template with its step templates, written and read as a whole; checked as a
     whole by ``registry.save_template``."""
 
@@ -651,7 +706,7 @@ class TemplateSerializer(serializers.Serializer):
         )
 
 
-class InstantiateSerializer(serializers.Serializer):
+class InstantiateSerializer(NamesWithinTeam):
     name = serializers.CharField(
         help_text="The new job's name (at most 100 characters); step s of the template "
         "becomes <name>_<s>.",

@@ -66,7 +66,7 @@ from batches.models import (
     TableShare,
 )
 from bdre.api_urls import MASTER_TABLES, router
-from bdre.models import ApiToken, Membership, Role
+from bdre.models import ApiToken, Invitation, Membership, Role
 from lineage.models import LineageNode, LineageQuery, LineageRelation
 from processes import lifecycle, registry, schedules
 from processes.models import (
@@ -200,6 +200,15 @@ def build_world() -> SimpleNamespace:
     w.member = UserFactory(username="member")  # whose membership is changed and removed
     w.membership = MembershipFactory(user=w.member, team=w.team, role=Role.VIEWER)
     w.newcomer = UserFactory(username="newcomer")  # in no team: the one added
+    # Team A's pending invitation (of a name no actor holds), and one addressed to team A's
+    # developer (OWNER) from the team nobody acts from: only he accepts or declines it.
+    expires = timezone.now() + timedelta(days=7)
+    w.invitation = Invitation.objects.create(
+        team=w.team, username="invitee", role=Role.VIEWER, expires_at=expires
+    )
+    w.own_invitation = Invitation.objects.create(
+        team=w.share_team, username=OWNER, role=Role.VIEWER, expires_at=expires
+    )
 
     # How each actor authenticates: an API token, a session cookie.
     w.keys, w.sessions = {}, {}
@@ -1094,12 +1103,15 @@ API_TABLE = [
         probe=_state(Group, lambda w: w.spare_team.pk, "pk"),
     ),
     _list("membership-list", "/memberships/", Membership, lambda w: w.membership.pk),
+    # Only a superuser adds a member directly, refused before the body is read (a team
+    # admin invites): no answer tells whether the user name exists.
     _api(
         "membership-list",
         "POST",
         lambda w: "/memberships/",
-        Need.ADMIN,
+        Need.SUPERUSER,
         kind="create",
+        outside=403,
         body=lambda w: {"user": "newcomer", "team": w.team.pk, "role": "viewer"},
         probe=_count(Membership, user__username="newcomer"),
     ),
@@ -1126,6 +1138,44 @@ API_TABLE = [
         lambda w: f"/memberships/{w.membership.pk}/",
         Need.ADMIN,
         probe=_state(Membership, lambda w: w.membership.pk, "pk"),
+    ),
+    # invitations: a team's members see its pending ones, its admins send and cancel them;
+    # only the user they name accepts or declines them
+    _list("invitation-list", "/invitations/", Invitation, lambda w: w.invitation.pk),
+    _api(
+        "invitation-list",
+        "POST",
+        lambda w: "/invitations/",
+        Need.ADMIN,
+        kind="create",
+        ok=202,
+        body=lambda w: {"team": w.team.pk, "username": "newcomer", "role": "admin"},
+        probe=_count(Invitation, username="newcomer"),
+    ),
+    _api("invitation-detail", "GET", lambda w: f"/invitations/{w.invitation.pk}/", Need.VIEWER),
+    _api(
+        "invitation-detail",
+        "DELETE",
+        lambda w: f"/invitations/{w.invitation.pk}/",
+        Need.ADMIN,
+        probe=_state(Invitation, lambda w: w.invitation.pk, "pk"),
+    ),
+    _api(
+        "invitation-accept",
+        "POST",
+        lambda w: f"/invitations/{w.own_invitation.pk}/accept/",
+        Need.OWN,
+        outside=404,
+        probe=_count(Membership, user__username=OWNER, team__name="team-charlie"),
+    ),
+    _api(
+        "invitation-decline",
+        "POST",
+        lambda w: f"/invitations/{w.own_invitation.pk}/decline/",
+        Need.OWN,
+        ok=204,
+        outside=404,
+        probe=_state(Invitation, lambda w: w.own_invitation.pk, "pk"),
     ),
     # API tokens: a user's own, whoever he is
     _list("token-list", "/tokens/", ApiToken, lambda w: w.token.pk, visible_to="owner"),
@@ -1363,15 +1413,51 @@ PAGE_TABLE = [
         kind="list",
         listed=lambda w: "team-alpha",
     ),
+    _page(
+        "ui-teams",
+        "POST",
+        lambda w: "/teams/",
+        Need.OWN,
+        body=lambda w: {"action": "accept", "invitation": w.own_invitation.pk},
+        probe=_count(Membership, user__username=OWNER, team__name="team-charlie"),
+        label="accept",
+    ),
+    _page(
+        "ui-teams",
+        "POST",
+        lambda w: "/teams/",
+        Need.OWN,
+        body=lambda w: {"action": "decline", "invitation": w.own_invitation.pk},
+        probe=_state(Invitation, lambda w: w.own_invitation.pk, "pk"),
+        label="decline",
+    ),
     _page("ui-team", "GET", lambda w: f"/teams/{w.team.pk}/", Need.VIEWER),
     _page(
         "ui-team",
         "POST",
         lambda w: f"/teams/{w.team.pk}/",
-        Need.ADMIN,
+        Need.SUPERUSER,  # directly, without the user's consent; a team admin invites
         body=lambda w: {"action": "add", "username": "newcomer", "role": "viewer"},
         probe=_count(Membership, user__username="newcomer"),
         label="add",
+    ),
+    _page(
+        "ui-team",
+        "POST",
+        lambda w: f"/teams/{w.team.pk}/",
+        Need.ADMIN,
+        body=lambda w: {"action": "invite", "username": "newcomer", "role": "viewer"},
+        probe=_count(Invitation, username="newcomer"),
+        label="invite",
+    ),
+    _page(
+        "ui-team",
+        "POST",
+        lambda w: f"/teams/{w.team.pk}/",
+        Need.ADMIN,
+        body=lambda w: {"action": "cancel", "invitation": w.invitation.pk},
+        probe=_state(Invitation, lambda w: w.invitation.pk, "pk"),
+        label="cancel",
     ),
     _page(
         "ui-team",
@@ -1604,7 +1690,8 @@ ADMIN_READ_ONLY = {
     "alerts.alert",
     "alerts.alertgate",
 }
-ADMIN_NO_ADD = ADMIN_READ_ONLY | {"bdre.apitoken"}  # a token is issued by its owner
+# A token is issued by its owner; an invitation is sent by a team admin and answered by its user.
+ADMIN_NO_ADD = ADMIN_READ_ONLY | {"bdre.apitoken", "bdre.invitation"}
 
 
 def _owned_by(model: type, team: Group) -> Q:

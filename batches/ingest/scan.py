@@ -12,6 +12,13 @@ key or a name that sorts just below it (``2.txt_current`` becomes ``2.txt``); th
 it are still registered, and listed again by the next scan at the cost of a look-up. An older
 one (a ``_SUCCESS`` flag, an abandoned upload) no longer holds the marker.
 
+In a local folder only the folder's own files are registered: a hard link (another name of
+a file, maybe in another team's folder, that the location check cannot see) and anything that
+is not a regular file (a symbolic link, FIFO, socket, device) are passed over, counted
+(``skipped_hard_link``, ``skipped_not_regular``) and logged (``not_own_file``); like a name
+Spark would read as a pattern, they never hold the marker. The file is checked again on what
+is opened to hash it, and the load checks it once more (``processes.jobs.spark_io``).
+
 A key that appears below the marker (a rename, a late upload) is found by the reconciliation
 listing, every ``reconcile_every`` scans or on demand, and counted as late.
 
@@ -35,7 +42,15 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from batches import queue
-from batches.ingest.storage import PAGE_SIZE, ObjectInfo, Storage, StorageError, open_storage
+from batches.ingest.storage import (
+    NOT_OWN,
+    PAGE_SIZE,
+    NotOwnFile,
+    ObjectInfo,
+    Storage,
+    StorageError,
+    open_storage,
+)
 from batches.locations import UNSAFE, LocationRefused, TeamStorage, scan_server
 from batches.models import File, ScanState
 from processes.models import Process, Property, Server
@@ -156,6 +171,8 @@ class ScanResult:
     skipped_in_flight: int = 0
     skipped_empty: int = 0
     skipped_unsafe: int = 0  # names Spark would read as a pattern (batches.locations.UNSAFE)
+    skipped_hard_link: int = 0  # local files with other names, maybe another team's (NOT_OWN)
+    skipped_not_regular: int = 0  # symbolic links, FIFOs, sockets, devices (NOT_OWN)
     skipped_excluded: int = 0  # names ``include`` does not take: another step's files
     skipped_young: int = 0
     overwritten: int = 0
@@ -185,6 +202,7 @@ class _Scanner:
     run_id: int | None
     result: ScanResult
     progress: Progress | None
+    not_own: set[str] = field(default_factory=set)  # uris found no file of the folder's own
 
     @property
     def server_id(self) -> int | None:
@@ -215,6 +233,9 @@ class _Scanner:
                     if reason == "skipped_unsafe":
                         # Never readable whatever its age: it does not hold the marker.
                         self.log("unsafe_key", f"{obj.key}: {UNSAFE_KEY_REASON}")
+                    elif reason in NOT_OWN:
+                        # Never the team's own file whatever its age: nor does this.
+                        self.log_not_own(obj.key, reason)
                     elif reason == "skipped_excluded":
                         # Another step's file neither holds the marker nor moves it: past
                         # it, a file of this step's that sorts below it (events-2.tsv below
@@ -232,6 +253,8 @@ class _Scanner:
 
     def not_ready(self, obj: ObjectInfo) -> str | None:
         """Why a key is passed over this time (the counter to bump), or None if ready."""
+        if obj.not_own is not None:  # before its size: a FIFO or a link lists as empty
+            return obj.not_own
         if obj.size == 0:
             return "skipped_empty"
         if UNSAFE.search(obj.key):
@@ -273,6 +296,8 @@ class _Scanner:
         and moves the marker, together."""
         uris = {self.storage.uri_of(o.key): o for o in candidates}
         hashes = self.hash_page(uris, self.registered(uris))
+        # Replaced by a link or a FIFO since it was listed: passed over as if listed so.
+        uris = {uri: obj for uri, obj in uris.items() if uri not in self.not_own}
         with transaction.atomic():
             # Looked up again: a concurrent scan may have registered some files meanwhile.
             known = self.registered(uris)
@@ -342,14 +367,22 @@ class _Scanner:
     ) -> dict[str, str]:
         """The hashes ``register_page`` will need, by uri: those of the page's files it
         cannot tell registered without one, in order, up to the first new file beyond
-        ``max_files`` (the one that stops the page), as it would read them."""
+        ``max_files`` (the one that stops the page), as it would read them. A file that
+        proves, once opened, not to be the folder's own is counted, said and put in
+        ``not_own`` instead."""
         hashes: dict[str, str] = {}
         new = 0
         for uri, obj in uris.items():
             previous = known.get(uri, [])
             if self.same_local_file(obj, previous):
                 continue
-            hashes[uri] = file_hash = self.storage.content_hash(obj)
+            try:
+                hashes[uri] = file_hash = self.storage.content_hash(obj)
+            except NotOwnFile as exc:
+                setattr(self.result, exc.reason, getattr(self.result, exc.reason) + 1)
+                self.log_not_own(obj.key, exc.reason)
+                self.not_own.add(uri)
+                continue
             if any(h == file_hash for h, _, _ in previous):
                 continue
             if previous and self.options.on_overwrite != "reprocess":
@@ -384,6 +417,9 @@ class _Scanner:
 
     def log(self, message_id: str, message: str) -> None:
         StepLogger(self.step, self.run_id)(message_id, message, "scan")
+
+    def log_not_own(self, key: str, reason: str) -> None:
+        self.log("not_own_file", f"{key}: passed over: {NOT_OWN[reason]}")
 
     def report(self) -> None:
         self.result.listed = self.storage.stats.keys_listed
@@ -445,7 +481,8 @@ def scan(
 class CheckResult:
     """What a check of a scan step's location found: ``new`` counts the files a scan now
     would register, up to the first one (the check stops there: the run's scan lists the
-    rest); ``not_ready`` the keys passed over this time (in flight, young, empty, unsafe)."""
+    rest); ``not_ready`` the keys passed over this time (in flight, young, empty, unsafe, no
+    file of the folder's own)."""
 
     step_id: int
     location: str
@@ -519,7 +556,10 @@ def _count_new(scanner: _Scanner, page: list[ObjectInfo], found: CheckResult) ->
         ):
             continue
         if previous:
-            file_hash = scanner.storage.content_hash(obj)
+            try:
+                file_hash = scanner.storage.content_hash(obj)
+            except NotOwnFile:
+                continue  # replaced by a link since it was listed: the scan passes over it
             if any(h == file_hash for h, _, _ in previous):
                 continue
         found.new += 1

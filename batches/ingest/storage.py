@@ -6,8 +6,10 @@ start strictly after a marker, page by page, so a scan reads only what is new.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -22,12 +24,47 @@ class StorageError(Exception):
     """The location cannot be read: bad URI, missing folder or bucket, refused credentials."""
 
 
+# Why a local entry is not a file of the folder's own, by the counter a scan bumps for it. A
+# hard link is another name of a file that may live in another team's folder (a team's path
+# check sees only the name in its own), and a symbolic link, FIFO, socket or device is no
+# file written into the folder (a FIFO would also hang the read that hashes it).
+NOT_OWN = {
+    "skipped_hard_link": (
+        "a hard link: the file has other names, maybe in another team's folder; copy the file "
+        "into the folder instead of linking it"
+    ),
+    "skipped_not_regular": (
+        "not a regular file (a symbolic link, FIFO, socket or device): only files written "
+        "into the folder are read"
+    ),
+}
+
+
+def not_own(st: os.stat_result) -> str | None:
+    """Why the local entry of ``st`` (from ``lstat`` or ``fstat``, never a ``stat`` that
+    follows a link) is not the folder's own file (a key of :data:`NOT_OWN`), or None."""
+    if not stat.S_ISREG(st.st_mode):
+        return "skipped_not_regular"
+    if st.st_nlink > 1:
+        return "skipped_hard_link"
+    return None
+
+
+class NotOwnFile(StorageError):
+    """A local file that turned out, when opened, not to be the folder's own."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"{path}: {NOT_OWN[reason]}")
+        self.reason = reason  # a key of NOT_OWN
+
+
 @dataclass(frozen=True)
 class ObjectInfo:
     key: str  # relative to the location, '/'-separated
     size: int
     last_modified: datetime
     etag: str | None = None  # S3's ETag; None where the content hash must be computed
+    not_own: str | None = None  # a local entry that is no file of the folder's own (NOT_OWN)
 
 
 @dataclass
@@ -94,19 +131,35 @@ class LocalStorage:
                     continue
                 yield from self._walk(key, start_after)
                 continue
-            if key <= start_after or not entry.is_file(follow_symlinks=False):
+            if key <= start_after:
                 continue
-            stat = entry.stat(follow_symlinks=False)
+            # The entry itself (lstat): a symbolic link is listed as one, never followed.
+            st = entry.stat(follow_symlinks=False)
             self.stats.keys_listed += 1
             yield ObjectInfo(
                 key=key,
-                size=stat.st_size,
-                last_modified=datetime.fromtimestamp(stat.st_mtime, tz=UTC),
+                size=st.st_size,
+                last_modified=datetime.fromtimestamp(st.st_mtime, tz=UTC),
+                not_own=not_own(st),
             )
 
     def content_hash(self, obj: ObjectInfo) -> str:
-        digest = hashlib.md5(usedforsecurity=False)
-        with open(self.root / obj.key, "rb") as f:
+        """The file's MD5, read from the file checked as the folder's own once opened: the
+        entry may have been replaced since it was listed (by a link, a FIFO). Opened without
+        following a link and without blocking on a FIFO, then checked by ``fstat`` of what was
+        opened, so no later swap changes what is read: :class:`NotOwnFile` if it is not."""
+        path = self.root / obj.key
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a symbolic link
+                raise NotOwnFile(path.as_uri(), "skipped_not_regular") from exc
+            raise
+        with open(fd, "rb") as f:
+            reason = not_own(os.fstat(f.fileno()))
+            if reason is not None:
+                raise NotOwnFile(path.as_uri(), reason)
+            digest = hashlib.md5(usedforsecurity=False)
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 digest.update(chunk)
         return digest.hexdigest()

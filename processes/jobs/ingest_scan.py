@@ -19,7 +19,8 @@ def ingest_scan(context: JobContext) -> Counters:
         f"listed {result.listed} keys in {result.list_calls} calls, registered "
         f"{result.registered}, in flight {result.skipped_in_flight}, young "
         f"{result.skipped_young}, empty {result.skipped_empty}, unsafe names "
-        f"{result.skipped_unsafe}, late {result.late}, "
+        f"{result.skipped_unsafe}, hard links {result.skipped_hard_link}, not regular files "
+        f"{result.skipped_not_regular}, late {result.late}, "
         f"overwritten {result.overwritten}"
         + (f", other steps' files {result.skipped_excluded}" if result.skipped_excluded else ""),
         "scan",

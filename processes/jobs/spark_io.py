@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from batches import tables
+from batches.locations import LocationRefused, TeamStorage, spark_path
 from batches.models import HiveTable
 from lineage.steps import StepLineage, folder_of, record_step
 from processes.jobs import JobContext
@@ -53,6 +54,32 @@ def step_session(context: JobContext) -> Iterator[SparkSession]:
         # cache with the old rows, and the session would grow with every step.
         if not is_stopped(spark):
             spark.catalog.clearCache()
+
+
+def readable_files(context: JobContext) -> list[str]:
+    """The claimed files as Spark reads them, each checked just before Spark is given its
+    path (``TeamStorage.check_file``): inside the team's roots as it resolves now, and on a
+    local filesystem still a file of the folder's own, not replaced since its scan by a hard
+    link to another team's file, a symbolic link or a FIFO. A refusal fails the step, said in
+    its log (``location.refused``) and its error.
+
+    What remains: Spark opens the paths itself, later, so a name can still be swapped between
+    this check and Spark's open (the race-free open-then-``fstat`` of the scan's hash is not
+    possible here). Only a writer of the team's own folder can swap it there, during the
+    step's start-up; another team cannot write in that folder."""
+    storage = TeamStorage(team_of(context))
+    paths = []
+    try:
+        for file in context.files:
+            server = storage.servers.get(file.server_id) if file.server_id else None
+            if file.server_id and server is None:
+                raise LocationRefused(f"{file.path}: its server is not a server of the team")
+            storage.check_file(file.path, server=server)
+            paths.append(spark_path(file.path))
+    except LocationRefused as exc:
+        context.log("location.refused", str(exc), "security")
+        raise
+    return paths
 
 
 def input_folders(context: JobContext) -> list[str]:

@@ -10,10 +10,15 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from batches.locations import spark_path
 from lineage.steps import StepLineage, Write, table_name
 from processes.jobs import Counters, JobContext, register
-from processes.jobs.spark_io import input_folders, record_lineage, start, write_batch
+from processes.jobs.spark_io import (
+    input_folders,
+    readable_files,
+    record_lineage,
+    start,
+    write_batch,
+)
 from processes.jobs.spark_session import get_spark
 
 FORMATS = ("csv", "tsv", "json", "parquet", "text")
@@ -104,7 +109,7 @@ def spark_load(context: JobContext) -> Counters:
     schema = props.get("schema", "")
     raw = read_raw(
         spark,
-        [spark_path(f.path) for f in context.files],
+        readable_files(context),  # checked as they are now, right before Spark reads them
         fmt,
         schema=schema,
         header=props.get("header", "true").lower() == "true",

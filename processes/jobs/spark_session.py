@@ -13,6 +13,7 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -20,7 +21,9 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 if TYPE_CHECKING:
+    from pyspark.conf import SparkConf
     from pyspark.sql import SparkSession
+    from pyspark.sql.connect.client import DefaultChannelBuilder
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -31,6 +34,9 @@ _session: SparkSession | None = None
 # path, run a program or call a Java method. restrictedMode is static (a session cannot turn
 # it off; runSQLOnFiles it could, which is why the guard refuses SET).
 SANDBOX_CONF = {
+    # The statement the guard checked is the one Spark parses: no ${env:...}, ${system:...}
+    # or ${spark:...} text put in (secrets, settings), nor ${...} hiding text from the guard.
+    "spark.sql.variable.substitute": "false",
     "spark.sql.runSQLOnFiles": "false",  # no format.`path` tables
     "spark.sql.restrictedMode.enabled": "true",  # no TRANSFORM ... USING, reflect, java_method
     "spark.sql.legacy.allowNonEmptyLocationInCTAS": "false",
@@ -67,11 +73,37 @@ def get_spark() -> SparkSession:
         if _session is None or is_stopped(_session):
             remote = _connect_session()
             if remote is None and settings.SPARK_REMOTE:
-                from pyspark.sql import SparkSession
+                from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-                remote = SparkSession.builder.remote(settings.SPARK_REMOTE).getOrCreate()
+                channel = connect_channel(settings.SPARK_REMOTE, settings.SPARK_CONNECT_TOKEN)
+                remote = cast(
+                    "SparkSession", ConnectSession.builder.channelBuilder(channel).getOrCreate()
+                )
             _session = _classic_session() if remote is None else _configured(remote)
         return _session
+
+
+_TOKEN_PARAM = re.compile(r";token=([^;]*)")
+
+
+def connect_channel(url: str, token: str) -> DefaultChannelBuilder:
+    """The channel to the Spark Connect server at ``url`` (``sc://host:port/;params``), which
+    sends the server's token (``token``, else one in ``url``) with every call.
+
+    PySpark sends a token only over TLS, or to a server named ``localhost``; Spark's own
+    server has no TLS. Without ``use_ssl=true`` in the URL the token goes as the header
+    Spark's server checks (``authorization: Bearer``) on a plain channel: it proves the
+    worker is BDRE's, it does not hide the traffic (docs/operations.md)."""
+    from pyspark.sql.connect.client import DefaultChannelBuilder
+
+    found = _TOKEN_PARAM.search(url)
+    token = token or (found[1] if found else "")
+    channel = DefaultChannelBuilder(_TOKEN_PARAM.sub("", url))
+    if token and channel.use_ssl:
+        channel.set(channel.PARAM_TOKEN, token)
+    elif token:
+        channel.set("authorization", f"Bearer {token}")
+    return channel
 
 
 def _connect_session() -> SparkSession | None:
@@ -198,17 +230,59 @@ def s3a_conf(chosen: Mapping[str, str]) -> dict[str, str]:
 
 
 def _classic_session() -> SparkSession:
+    from pyspark.conf import SparkConf
     from pyspark.sql import SparkSession
 
     if os.environ.get("SPARK_REMOTE") == "":
         # PySpark reads SPARK_REMOTE itself: set but empty, it would not make a classic session.
         del os.environ["SPARK_REMOTE"]
+    conf = session_conf(settings.SPARK_MASTER)
+    launch = {**conf, "spark.master": settings.SPARK_MASTER}
+    _ensure_gateway(SparkConf(loadDefaults=False).setAll(list(launch.items())))
     builder = SparkSession.builder.master(settings.SPARK_MASTER)
-    for key, value in session_conf(settings.SPARK_MASTER).items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session
+
+
+# What pyspark.java_gateway.launch_gateway puts in the JVM's environment for itself.
+_GATEWAY_ENV = ("SPARK_CONNECT_MODE", "_PYSPARK_DRIVER_CONN_INFO_PATH")
+
+
+class _JvmPopenKwargs(dict[str, Any]):
+    """``popen_kwargs`` of PySpark's ``launch_gateway``, which builds the JVM's environment
+    from all of ``os.environ`` and stores it as ``popen_kwargs["env"]``: stored here, it is
+    :func:`bdre.spark_cluster.jvm_env` of it (and the gateway's own two variables).
+
+    Chosen over the alternatives: swapping ``os.environ`` for the launch would take the
+    database's and the broker's settings from this process's other threads (a heartbeat, a
+    Celery thread) for the seconds a JVM takes to start; a launcher of our own would copy
+    PySpark's handshake with the JVM (its connection file, its secret, its imports) and drift
+    from it. PySpark changing how it passes ``env`` fails the environ test
+    (tests/processes/jobs/test_spark_jvm_env.py), not silently."""
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key == "env":
+            from bdre.spark_cluster import jvm_env
+
+            value = {**jvm_env(value), **{k: value[k] for k in _GATEWAY_ENV if k in value}}
+        super().__setitem__(key, value)
+
+
+def _ensure_gateway(conf: SparkConf) -> None:
+    """This process's JVM (PySpark keeps one for every SparkContext it makes), started with
+    ``conf`` and an environment without the installation's secrets unless it runs already
+    (the test suite's session starts its own)."""
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    with SparkContext._lock:
+        if SparkContext._gateway is None:
+            gateway = launch_gateway(conf, popen_kwargs=_JvmPopenKwargs())  # type: ignore[no-untyped-call]
+            SparkContext._gateway = gateway
+            SparkContext._jvm = gateway.jvm
 
 
 def is_connect(session: SparkSession) -> bool:
@@ -250,32 +324,156 @@ STEP_GROUP = "spark"
 
 # What a step may set for itself: runtime SQL options that change how its plans run (their
 # partitions, joins, file sizes, compression), never what it may read or write nor a
-# setting BDRE's steps rely on. They are set on the worker's session for the step and put
-# back after it.
-STEP_OPTIONS = frozenset(
-    {
-        "spark.sql.shuffle.partitions",
-        "spark.sql.files.maxPartitionBytes",
-        "spark.sql.files.openCostInBytes",
-        "spark.sql.files.minPartitionNum",
-        "spark.sql.files.maxRecordsPerFile",
-        "spark.sql.autoBroadcastJoinThreshold",
-        "spark.sql.broadcastTimeout",
-        "spark.sql.parquet.compression.codec",
-        "spark.sql.parquet.filterPushdown",
-        "spark.sql.parquet.mergeSchema",
-        "spark.sql.orc.compression.codec",
-        "spark.sql.execution.arrow.pyspark.enabled",
-        "spark.sql.execution.arrow.maxRecordsPerBatch",
-        "spark.sql.inMemoryColumnarStorage.compressed",
-        "spark.sql.inMemoryColumnarStorage.batchSize",
-        "spark.sql.cbo.enabled",
-        "spark.sql.cbo.joinReorder.enabled",
-        "spark.sql.join.preferSortMergeJoin",
-        "spark.sql.limit.scaleUpFactor",
-    }
-)
-STEP_OPTION_PREFIXES = ("spark.sql.adaptive.",)
+# setting BDRE's steps rely on. Each is an exact key with the type of its value: a prefix
+# let through options nobody had read (spark.sql.adaptive.customCostEvaluatorClass made the
+# shared worker load any class a developer named), and a value Spark parses its own way
+# (a class, a rule list, a path) is as much a way in as a key. They are set on the worker's
+# session for the step and put back after it.
+
+
+@dataclass(frozen=True)
+class Integer:
+    low: int
+    high: int
+
+    @property
+    def expected(self) -> str:
+        return f"an integer from {self.low} to {self.high}"
+
+    def normal(self, value: str) -> str | None:
+        if not re.fullmatch(r"-?[0-9]{1,19}", value):
+            return None
+        return value if self.low <= int(value) <= self.high else None
+
+
+@dataclass(frozen=True)
+class Number:
+    low: float
+    high: float
+
+    @property
+    def expected(self) -> str:
+        return f"a number from {self.low:g} to {self.high:g}"
+
+    def normal(self, value: str) -> str | None:
+        if not re.fullmatch(r"[0-9]{1,9}(\.[0-9]{1,9})?", value):
+            return None
+        return value if self.low <= float(value) <= self.high else None
+
+
+# Spark's byte sizes (JavaUtils.byteStringAs): whole numbers, bytes without a unit.
+_BYTE_UNITS = {"": 0, "b": 0, "k": 10, "kb": 10, "m": 20, "mb": 20, "g": 30, "gb": 30}
+
+
+@dataclass(frozen=True)
+class ByteSize:
+    gigabytes: int  # the most, in whole GiB
+    off: bool = False  # -1 turns the feature off (a broadcast threshold)
+
+    @property
+    def expected(self) -> str:
+        off = ", or -1 for off" if self.off else ""
+        return f"a size like 64m or 128MB (at most {self.gigabytes}g{off})"
+
+    def normal(self, value: str) -> str | None:
+        if self.off and value == "-1":
+            return value
+        found = re.fullmatch(r"([0-9]{1,15})([a-z]*)", value.lower())
+        if found is None or found[2] not in _BYTE_UNITS:
+            return None
+        return value if int(found[1]) << _BYTE_UNITS[found[2]] <= self.gigabytes << 30 else None
+
+
+# Spark's durations (JavaUtils.timeStringAs); a number without a unit is in seconds for the
+# options below.
+_SECONDS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600}
+
+
+@dataclass(frozen=True)
+class Seconds:
+    high: int
+
+    @property
+    def expected(self) -> str:
+        return f"a duration like 300, 300s or 5min (1s to {self.high}s)"
+
+    def normal(self, value: str) -> str | None:
+        found = re.fullmatch(r"([0-9]{1,9})([a-z]*)", value.lower())
+        if found is None or found[2] not in _SECONDS:
+            return None
+        return value if 1 <= int(found[1]) * _SECONDS[found[2]] <= self.high else None
+
+
+@dataclass(frozen=True)
+class Boolean:
+    expected = "true or false"
+
+    def normal(self, value: str) -> str | None:
+        return value.lower() if value.lower() in ("true", "false") else None
+
+
+@dataclass(frozen=True)
+class OneOf:
+    names: tuple[str, ...]
+
+    @property
+    def expected(self) -> str:
+        return f"one of {', '.join(self.names)}"
+
+    def normal(self, value: str) -> str | None:
+        return value.lower() if value.lower() in self.names else None
+
+
+OptionType = Integer | Number | ByteSize | Seconds | Boolean | OneOf
+
+# Bounds that keep one step from starving the worker's session, which runs other teams'
+# steps too: no million-partition shuffle, no broadcast of a table the driver cannot hold.
+_PARTITIONS = Integer(1, 100_000)
+_FILE_BYTES = ByteSize(16)
+_BROADCAST = ByteSize(1, off=True)
+_BOOLEAN = Boolean()
+STEP_OPTIONS: dict[str, OptionType] = {
+    "spark.sql.shuffle.partitions": _PARTITIONS,
+    "spark.sql.files.maxPartitionBytes": _FILE_BYTES,
+    "spark.sql.files.openCostInBytes": _FILE_BYTES,
+    "spark.sql.files.minPartitionNum": _PARTITIONS,
+    "spark.sql.files.maxRecordsPerFile": Integer(0, 2**31 - 1),  # 0: no limit
+    "spark.sql.autoBroadcastJoinThreshold": _BROADCAST,
+    "spark.sql.broadcastTimeout": Seconds(24 * 3600),
+    "spark.sql.parquet.compression.codec": OneOf(
+        ("none", "uncompressed", "snappy", "gzip", "lzo", "brotli", "lz4", "lz4_raw", "zstd")
+    ),
+    "spark.sql.parquet.filterPushdown": _BOOLEAN,
+    "spark.sql.parquet.mergeSchema": _BOOLEAN,
+    "spark.sql.orc.compression.codec": OneOf(
+        ("none", "uncompressed", "snappy", "zlib", "lzo", "zstd", "lz4", "brotli")
+    ),
+    "spark.sql.execution.arrow.pyspark.enabled": _BOOLEAN,
+    "spark.sql.execution.arrow.maxRecordsPerBatch": Integer(0, 10_000_000),  # 0: no limit
+    "spark.sql.inMemoryColumnarStorage.compressed": _BOOLEAN,
+    "spark.sql.inMemoryColumnarStorage.batchSize": Integer(1, 1_000_000),
+    "spark.sql.cbo.enabled": _BOOLEAN,
+    "spark.sql.cbo.joinReorder.enabled": _BOOLEAN,
+    "spark.sql.join.preferSortMergeJoin": _BOOLEAN,
+    "spark.sql.limit.scaleUpFactor": Integer(2, 1000),
+    # Adaptive execution, one by one: not customCostEvaluatorClass (a class Spark loads)
+    # nor optimizer.excludedRules (names of the optimizer's rules to skip).
+    "spark.sql.adaptive.enabled": _BOOLEAN,
+    "spark.sql.adaptive.advisoryPartitionSizeInBytes": _FILE_BYTES,
+    "spark.sql.adaptive.autoBroadcastJoinThreshold": _BROADCAST,
+    "spark.sql.adaptive.coalescePartitions.enabled": _BOOLEAN,
+    "spark.sql.adaptive.coalescePartitions.parallelismFirst": _BOOLEAN,
+    "spark.sql.adaptive.coalescePartitions.minPartitionSize": _FILE_BYTES,
+    "spark.sql.adaptive.coalescePartitions.initialPartitionNum": _PARTITIONS,
+    "spark.sql.adaptive.forceOptimizeSkewedJoin": _BOOLEAN,
+    "spark.sql.adaptive.localShuffleReader.enabled": _BOOLEAN,
+    "spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold": ByteSize(1),
+    "spark.sql.adaptive.optimizeSkewsInRebalancePartitions.enabled": _BOOLEAN,
+    "spark.sql.adaptive.rebalancePartitionsSmallPartitionFactor": Number(0, 1),
+    "spark.sql.adaptive.skewJoin.enabled": _BOOLEAN,
+    "spark.sql.adaptive.skewJoin.skewedPartitionFactor": Number(1, 1000),
+    "spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes": _FILE_BYTES,
+}
 
 
 class RefusedSparkOption(ValueError):
@@ -283,7 +481,7 @@ class RefusedSparkOption(ValueError):
 
 
 def _refusal(key: str) -> str | None:
-    if key in STEP_OPTIONS or key.startswith(STEP_OPTION_PREFIXES):
+    if key in STEP_OPTIONS:
         return None
     if key in SANDBOX_CONF or key.startswith(NOT_CONFIGURABLE):
         return "the Spark SQL sandbox's and the catalog's settings are not a step's to set"
@@ -329,13 +527,20 @@ def step_options(kind: str, properties: Mapping[str, Mapping[str, object]]) -> d
             f"only Spark steps (spark.*) take {STEP_GROUP} options; this is "
             f"{kind or 'a job'}: set them on its Spark steps"
         )
-    for key in sorted(options):
+    checked = {}
+    for key, value in sorted(options.items()):
         reason = _refusal(key)
-        if reason:
-            raise RefusedSparkOption(
-                f"{STEP_GROUP} option {key}: {reason} (docs/operations.md, Per-step Spark options)"
-            )
-    return options
+        if reason is None:
+            kind_of = STEP_OPTIONS[key]
+            normal = kind_of.normal(value.strip())
+            if normal is not None:
+                checked[key] = normal
+                continue
+            reason = f"{value!r} is not {kind_of.expected}"
+        raise RefusedSparkOption(
+            f"{STEP_GROUP} option {key}: {reason} (docs/operations.md, Per-step Spark options)"
+        )
+    return checked
 
 
 @contextmanager

@@ -27,12 +27,18 @@ from django.utils import timezone
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from batches.locations import spark_path
 from lineage.steps import StepLineage, Write, table_name
 from processes.jobs import Counters, JobContext, register, shred
 from processes.jobs.enriched_fields import FIELDS, JSON_FIELDS
 from processes.jobs.manifest import Manifest, open_manifest
-from processes.jobs.spark_io import input_folders, record_lineage, start, team_of, write_batch
+from processes.jobs.spark_io import (
+    input_folders,
+    readable_files,
+    record_lineage,
+    start,
+    team_of,
+    write_batch,
+)
 from processes.jobs.spark_session import get_spark
 
 logger = logging.getLogger(__name__)
@@ -255,7 +261,7 @@ def spark_shred(context: JobContext) -> Counters:
 
     spark = get_spark()
     start(context, spark)
-    raw = spark.read.text([spark_path(f.path) for f in context.files]).select(
+    raw = spark.read.text(readable_files(context)).select(
         "value", F.input_file_name().alias("source_file")
     )
     result = shred_and_dedupe(

@@ -22,6 +22,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from batches import tables
+from bdre.sql_parse import StatementTooDeep
 from lineage.extract import record_query
 from lineage.models import LineageQuery, QueryKind
 from processes.jobs import Counters, JobContext, register
@@ -132,7 +133,7 @@ def spark_sql(context: JobContext) -> Counters:
     try:
         check_statement(statement)
         check_with_spark(spark, statement)
-    except RefusedStatement as exc:
+    except (RefusedStatement, StatementTooDeep) as exc:
         context.log("sql.refused", str(exc), category="error")
         raise
     query = LineageQuery.objects.create(

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from django.core.exceptions import ValidationError
 from django.db.models import CharField
 
+from bdre.sql_parse import StatementTooDeep
 from processes.jobs import checks
 from processes.models import SCHEDULE_GROUP, Process, Property
 
@@ -70,7 +71,9 @@ def check_step_properties(
         for group, check in GROUP_CHECKS.items():
             if group in properties:
                 check(properties[group])
-    except (*checks.REFUSED, RefusedProperty) as exc:
+    # StatementTooDeep: a statement nested too deeply for the parser that checks it, said
+    # as any refusal (one message wherever the statement comes in), never a 500.
+    except (*checks.REFUSED, RefusedProperty, StatementTooDeep) as exc:
         raise ValidationError({field: f"{owner}: {exc}"}) from exc
 
 

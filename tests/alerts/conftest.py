@@ -1,11 +1,15 @@
-"""A real SMTP server and a real HTTP receiver on 127.0.0.1 for the alerts' tests, and
-alerts sent as a worker would send them (the task run at once, after the commit)."""
+"""A real SMTP server and real HTTP receivers on 127.0.0.1 for the alerts' tests, a network
+that ends at 127.0.0.1, and alerts sent as a worker would send them (the task run at once,
+after the commit)."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import socket
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email import message_from_bytes
 from email.message import Message
@@ -57,16 +61,17 @@ def smtp(settings) -> Iterator[Mailbox]:
 @dataclass
 class Receiver:
     url: str
+    port: int = 0
     posts: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     status: int = 200
+    location: str = ""
 
 
-@pytest.fixture
-def webhook() -> Iterator[Receiver]:
+@contextmanager
+def serving(receiver: Receiver) -> Iterator[Receiver]:
     """An HTTP server on 127.0.0.1 that records every JSON body posted to it and answers
-    ``receiver.status``."""
-    receiver = Receiver(url="")
+    ``receiver.status`` (with ``receiver.location``, if set)."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -74,6 +79,8 @@ def webhook() -> Iterator[Receiver]:
             receiver.posts.append(json.loads(self.rfile.read(length)))
             receiver.headers.append(dict(self.headers))
             self.send_response(receiver.status)
+            if receiver.location:
+                self.send_header("Location", receiver.location)
             self.end_headers()
             self.wfile.write(b"ok")
 
@@ -83,10 +90,82 @@ def webhook() -> Iterator[Receiver]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/bdre"
-    yield receiver
-    server.shutdown()
-    server.server_close()
+    receiver.port = server.server_address[1]
+    receiver.url = f"http://127.0.0.1:{receiver.port}/hooks/bdre"
+    try:
+        yield receiver
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A service of the installation's own network (an HTTP server on 127.0.0.1) that no
+    admin listed: what an attacker points a webhook at."""
+    with serving(Receiver(url="")) as running:
+        yield running
+
+
+@pytest.fixture
+def webhook(settings) -> Iterator[Receiver]:
+    """A webhook receiver on 127.0.0.1, listed in ``BDRE_ALERT_ALLOWED_HOSTS`` as an admin
+    lists an internal chat server."""
+    settings.BDRE_ALERT_ALLOWED_HOSTS = ["127.0.0.1"]
+    with serving(Receiver(url="")) as running:
+        yield running
+
+
+# The names the tests' resolver knows, with their addresses; any other name does not resolve.
+# The public ones are never connected to (``network``).
+NAMES: dict[str, list[str]] = {
+    "hooks.example.com": ["93.184.215.14"],
+    "hooks.slack.com": ["54.230.0.1", "2600:9000:2000::1"],
+    "localhost": ["127.0.0.1", "::1"],
+}
+
+
+@dataclass
+class Network:
+    """Every address a test's webhook connected to (or tried to)."""
+
+    connected: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(autouse=True)
+def network(monkeypatch) -> Network:
+    """No alerts test leaves 127.0.0.1: host names resolve from ``NAMES`` (through the
+    resolver ``alerts.outbound`` uses; no DNS query is sent), and a connection to any
+    other address is refused before it is made, and recorded."""
+    from alerts import outbound
+
+    seen = Network()
+
+    def resolve(host: str, port: int) -> list[outbound.IPAddress]:
+        if host not in NAMES:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return [ipaddress.ip_address(address) for address in NAMES[host]]
+
+    real = socket.create_connection
+
+    def create_connection(address: tuple[str, int], *args: Any, **kwargs: Any) -> socket.socket:
+        host, port = address[0], address[1]
+        try:
+            ips = [ipaddress.ip_address(host)]
+        except ValueError:
+            try:  # 2130706433, 0x7f.1: what the C library reads as an address
+                ips = [ipaddress.IPv4Address(socket.inet_aton(host))]
+            except OSError:  # a name: resolved as the code under test would have it
+                ips = outbound.resolve(host, port)
+        ip = ips[0]
+        seen.connected.append(str(ip))
+        if not ip.is_loopback:
+            raise ConnectionRefusedError(f"the tests connect to 127.0.0.1 only, not to {ip}")
+        return real((str(ip), port), *args, **kwargs)
+
+    monkeypatch.setattr(outbound, "resolve", resolve)
+    monkeypatch.setattr(socket, "create_connection", create_connection)
+    return seen
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from alerts import services
+from alerts.channels import COULD_NOT_DELIVER
 from alerts.models import Alert, AlertGate, Destination, Kind
 from batches import queue
 from batches.models import BatchState
@@ -109,15 +110,16 @@ def test_team_destinations_get_the_kinds_they_take_besides_the_jobs_own(
     )
 
 
-def test_a_webhook_that_answers_an_error_is_recorded_as_failed(
-    make_job, webhook, eager, django_capture_on_commit_callbacks
+def test_a_webhook_that_answers_an_error_is_recorded_as_failed_and_the_status_logged(
+    make_job, webhook, eager, django_capture_on_commit_callbacks, caplog
 ):
     webhook.status = 500
     job = alerting(make_job("orders", max_retries=10), webhook=webhook.url)
     fail_once(job, "boom", django_capture_on_commit_callbacks)
     alert = Alert.objects.get(job=job)
     assert (alert.status, alert.sent_at) == ("failed", None)
-    assert alert.error.startswith("HTTP 500")
+    assert alert.error == COULD_NOT_DELIVER
+    assert f"alert {alert.pk} to {webhook.url} failed: HTTP 500" in caplog.text
 
 
 def test_an_unreachable_smtp_server_is_recorded_as_failed_and_the_run_still_fails(

@@ -252,6 +252,7 @@ def test_the_spark_roles_start_a_cluster_outside_docker(tmp_path):
         "SPARK_CONNECT_PORT": "0",
         "SPARK_CONF": json.dumps({"spark.executor.memory": "1g"}),
         "BDRE_WAREHOUSE": str(tmp_path / "warehouse"),
+        "SPARK_CONNECT_TOKEN": "compose-token",
     }
     cluster = spark_cluster.Cluster(host="127.0.0.1", port=0, ui_port=0, work_dir=tmp_path)
 
@@ -305,7 +306,8 @@ def test_the_spark_roles_start_a_cluster_outside_docker(tmp_path):
         wait(lambda: spark_cluster._listening("127.0.0.1", connect), "the Connect server")
         query = (
             "from pyspark.sql import SparkSession\n"
-            f"s = SparkSession.builder.remote('sc://127.0.0.1:{connect}').getOrCreate()\n"
+            f"s = SparkSession.builder.remote('sc://localhost:{connect}/;token=compose-token')"
+            ".getOrCreate()\n"
             "print(s.range(5).count(), s.conf.get('spark.sql.restrictedMode.enabled'))\n"
         )
         done = subprocess.run(

@@ -150,6 +150,18 @@ def test_a_statement_nested_too_deeply_is_a_400_saying_what_to_fix(team, setup):
     assert not LineageQuery.objects.exists()
 
 
+def test_fifty_nested_parentheses_are_a_400_with_the_message_of_every_entry_point(team, setup):
+    from bdre.sql_parse import TOO_DEEP
+
+    sql = "SELECT " + "(" * 50 + "1" + ")" * 50
+    answer = register(team.developer, setup["step"], sql, target_table="lake.out")
+    assert answer.status_code == 400
+    # The same words as the properties API, the pages and the import answer with
+    # (tests/processes/test_nested_sql.py).
+    assert answer.json()["query_string"] == [TOO_DEEP]
+    assert not LineageQuery.objects.exists()
+
+
 def test_a_query_that_cannot_be_read_is_kept_with_the_reason(team, setup):
     answer = register(
         team.developer, setup["step"], "SELECT nope FROM lake.orders", target_table="x.y"

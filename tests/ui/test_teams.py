@@ -1,11 +1,12 @@
-"""Team pages: members read the member list; only the team's admins add members, change
-roles and remove members, and a team keeps one admin."""
+"""Team pages: members read the member list; only the team's admins invite members, change
+roles and remove members; only a superuser adds one directly; a team keeps one admin.
+Invitations: tests/bdre/test_invitations.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from bdre.models import Membership, Role
+from bdre.models import Invitation, Membership, Role
 from tests.factories import UserFactory
 from tests.ui.conftest import client_as
 
@@ -20,11 +21,16 @@ def test_members_see_their_teams_and_the_members(team):
     assert client_as(team.outsider).get(f"/teams/{team.group.pk}/").status_code == 404
 
 
-def test_an_admin_adds_a_member_changes_the_role_and_removes_him(team):
+def test_an_admin_changes_the_role_of_a_member_who_accepted_and_removes_him(team):
     newcomer = UserFactory(username="nora")
     client = client_as(team.admin)
-    assert "Add a member" in client.get(f"/teams/{team.group.pk}/").content.decode()
-    client.post(f"/teams/{team.group.pk}/", {"action": "add", "username": "nora", "role": "viewer"})
+    assert "Invite a member" in client.get(f"/teams/{team.group.pk}/").content.decode()
+    client.post(
+        f"/teams/{team.group.pk}/", {"action": "invite", "username": "nora", "role": "viewer"}
+    )
+    assert not Membership.objects.filter(user=newcomer, team=team.group).exists()
+    invitation = Invitation.objects.get(username="nora", team=team.group)
+    client_as(newcomer).post("/teams/", {"action": "accept", "invitation": invitation.pk})
     membership = Membership.objects.get(user=newcomer, team=team.group)
     assert membership.role == Role.VIEWER
     client.post(
@@ -37,11 +43,16 @@ def test_an_admin_adds_a_member_changes_the_role_and_removes_him(team):
     assert not Membership.objects.filter(pk=membership.pk).exists()
 
 
-def test_an_unknown_user_is_said_on_the_field(team):
-    answer = client_as(team.admin).post(
+def test_an_unknown_user_is_said_on_the_field_to_a_superuser_only(team, superuser):
+    answer = client_as(superuser).post(
         f"/teams/{team.group.pk}/", {"action": "add", "username": "ghost", "role": "viewer"}
     )
     assert "No active user is named ghost." in answer.content.decode()
+    refused = client_as(team.admin).post(
+        f"/teams/{team.group.pk}/", {"action": "add", "username": "ghost", "role": "viewer"}
+    )
+    assert refused.status_code == 403
+    assert "ghost" not in refused.content.decode()
 
 
 def test_the_last_admin_cannot_leave(team):

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import shlex
 import signal
 import sys
 import time
@@ -51,6 +52,8 @@ class Command(BaseCommand):
                 f"{o['cores']} cores and {o['memory']}; logs in {work}."
             )
             if o["connect"] is not None:
+                # The installation's token, else one for this run, printed for the workers.
+                token = settings.SPARK_CONNECT_TOKEN or spark_cluster.new_token()
                 connect = spark_cluster.start_connect(
                     work / "connect",
                     master=cluster.master_url,
@@ -58,10 +61,18 @@ class Command(BaseCommand):
                     # A BDRE session's settings (the sandbox's, which no client can change;
                     # one core, so that a Spark-queue worker with SPARK_MASTER can run beside).
                     conf={**session_conf(cluster.master_url), "spark.driver.host": "127.0.0.1"},
+                    token=token,
                 )
                 servers.append(connect)
-                self.stdout.write(f"Spark Connect server {connect.remote_url} on the cluster.")
-                self.stdout.write(f"In another shell: SPARK_REMOTE={connect.remote_url} make demo")
+                remote = f"sc://{connect.host}:{connect.port}"
+                self.stdout.write(
+                    f"Spark Connect server {remote} on the cluster; it answers only clients "
+                    "that send its token (SPARK_CONNECT_TOKEN)."
+                )
+                self.stdout.write(
+                    f"In another shell: SPARK_CONNECT_TOKEN={shlex.quote(token)} "
+                    f"SPARK_REMOTE={remote} make demo"
+                )
             self.stdout.write(f"In another shell: SPARK_MASTER={cluster.master_url} make demo")
             signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
             while all(p.poll() is None for s in servers for p in s.processes):

@@ -1,6 +1,7 @@
 """``manage.py spark_connect_server``: a Spark Connect server with BDRE's session settings, in
 the foreground (it execs the JVM). The image's ``spark-connect`` role (bdre/entrypoint.py)
-runs it; docs/operations.md, "Spark Connect as the cluster's front"."""
+runs it; docs/operations.md, "Spark Connect as the cluster's front". It answers only
+clients that send ``SPARK_CONNECT_TOKEN``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import shlex
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from bdre import spark_cluster
 from processes.jobs.spark_session import session_conf
@@ -41,8 +42,19 @@ class Command(BaseCommand):
         master = o["master"] or settings.SPARK_MASTER
         argv = spark_cluster.connect_command(master, server_conf(master, o["host"], o["port"]))
         if o["print"]:
+            # The token is not on the command line (bdre.spark_cluster.daemon_env).
             self.stdout.write(shlex.join(argv))
             return
+        if not settings.SPARK_CONNECT_TOKEN:
+            # A server without a token runs any client's Spark code, with its reach into
+            # every team's warehouse.
+            raise CommandError(
+                "SPARK_CONNECT_TOKEN is not set: the Spark Connect server answers only clients "
+                "that send it. Generate one (python -c 'import secrets; "
+                "print(secrets.token_urlsafe(32))') and give the same SPARK_CONNECT_TOKEN to "
+                "the server and to the Spark-queue workers (docs/operations.md)"
+            )
         self.stdout.write(f"Spark Connect server on {master}, listening on {o['host']}:{o['port']}")
         self.stdout.flush()
-        os.execvpe(argv[0], argv, spark_cluster.daemon_env())
+        env = spark_cluster.daemon_env(connect_token=settings.SPARK_CONNECT_TOKEN)
+        os.execvpe(argv[0], argv, env)

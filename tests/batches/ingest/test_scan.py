@@ -389,3 +389,151 @@ def test_two_steps_share_a_location_each_taking_the_files_its_include_names(inge
     landing.put("c.tsv")
     found = scan(events.pk, reconcile=False)
     assert (found.registered, found.late) == (1, 0)
+
+
+# --- issue 28, attack 9: only the folder's own files -----------------------------------------
+
+
+@pytest.fixture
+def team_landings(team, settings, tmp_path):
+    """Each team's own landing folder (no granted root), and a scan of the first team's."""
+    from batches.locations import team_landing
+    from processes.registry import StepSpec, create_job
+    from tests.batches.ingest.conftest import SCAN_STEP_TYPE
+    from tests.factories import JOB_TYPE
+
+    settings.BDRE_LANDING = tmp_path / "landing"
+    ours, theirs = team_landing(team.group.pk), team_landing(team.other_group.pk)
+    ours.mkdir(parents=True)
+    theirs.mkdir(parents=True)
+    job = create_job(
+        bus_domain=team.application,
+        name="ingest_ours",
+        process_type_id=JOB_TYPE,
+        steps=[
+            StepSpec(
+                "scan_ours",
+                SCAN_STEP_TYPE,
+                properties={"scan": {"location": ours.as_uri(), "min_age_seconds": "0"}},
+            )
+        ],
+    )
+    return ours, theirs, job.steps.get()
+
+
+def test_a_hard_link_to_another_teams_file_is_passed_over_counted_and_said(team_landings):
+    import os
+
+    ours, theirs, step = team_landings
+    (theirs / "payroll.tsv").write_text("alice\t100000\n")
+    os.link(theirs / "payroll.tsv", ours / "payroll.tsv")  # the attack: one more name
+    (ours / "orders.tsv").write_text("1\t2.5\n")
+    result = scan(step.pk)
+    assert (result.registered, result.skipped_hard_link) == (1, 1)
+    assert registered_paths() == [(ours / "orders.tsv").as_uri()]
+    assert result.counters()["skipped_hard_link"] == 1
+    line = ProcessLog.objects.get(process=step, message_id="not_own_file")
+    assert "payroll.tsv" in line.message and "hard link" in line.message
+    # It never holds the marker: passed over for good, as a name Spark would read as a pattern.
+    assert ScanState.objects.get(process=step).marker == "payroll.tsv"
+
+
+def test_a_fifo_socket_or_symlink_in_the_folder_is_passed_over_without_reading_it(team_landings):
+    import os
+    import socket
+
+    ours, theirs, step = team_landings
+    os.mkfifo(ours / "a.fifo")  # nobody writes to it: reading it would wait forever
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind(str(ours / "b.sock"))
+        (theirs / "payroll.tsv").write_text("alice\t100000\n")
+        os.symlink(theirs / "payroll.tsv", ours / "c.tsv")
+        os.symlink(theirs, ours / "d")  # a folder's link is no folder of the team's either
+        (ours / "e.tsv").write_text("1\t2.5\n")
+        result = scan(step.pk)
+    assert (result.registered, result.skipped_not_regular) == (1, 4)
+    assert (result.skipped_empty, result.skipped_hard_link) == (0, 0)
+    assert registered_paths() == [(ours / "e.tsv").as_uri()]
+    said = ProcessLog.objects.filter(process=step, message_id="not_own_file")
+    assert sorted(line.message.split(":")[0] for line in said) == ["a.fifo", "b.sock", "c.tsv", "d"]
+    assert all("not a regular file" in line.message for line in said)
+
+
+def test_the_scan_run_says_how_many_files_it_passed_over_as_not_the_teams_own(team_landings):
+    import os
+
+    ours, theirs, step = team_landings
+    (theirs / "payroll.tsv").write_text("alice\t100000\n")
+    os.link(theirs / "payroll.tsv", ours / "payroll.tsv")
+    os.mkfifo(ours / "a.fifo")
+    outcome = orchestrator.run_job(step.parent_id)
+    assert outcome.succeeded, outcome.error
+    run = InstanceExec.objects.get(process=step)
+    assert (run.counters["skipped_hard_link"], run.counters["skipped_not_regular"]) == (1, 1)
+    summary = ProcessLog.objects.get(process=step, message_id="scan_summary").message
+    assert "hard links 1, not regular files 1" in summary
+
+
+def test_a_file_replaced_by_a_link_or_a_fifo_after_the_listing_is_refused_when_opened(tmp_path):
+    import os
+    import signal
+
+    from batches.ingest.storage import LocalStorage, NotOwnFile
+
+    storage = LocalStorage(tmp_path)
+    (tmp_path / "other.tsv").write_text("theirs\n")
+    for name in ("a.tsv", "b.tsv", "c.tsv"):
+        (tmp_path / name).write_text("ours\n")
+    listed = {o.key: o for page in storage.pages() for o in page}
+    assert {k: o.not_own for k, o in listed.items()} == dict.fromkeys(listed)
+    for name in ("a.tsv", "b.tsv", "c.tsv"):
+        (tmp_path / name).unlink()
+    os.link(tmp_path / "other.tsv", tmp_path / "a.tsv")
+    os.symlink(tmp_path / "other.tsv", tmp_path / "b.tsv")
+    os.mkfifo(tmp_path / "c.tsv")
+
+    def hung(signum, frame):
+        raise AssertionError("the scan waited on a FIFO")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)  # a deadline, not a wait: opening a FIFO must not block at all
+    try:
+        refused = {}
+        for name in ("a.tsv", "b.tsv", "c.tsv"):
+            with pytest.raises(NotOwnFile) as exc:
+                storage.content_hash(listed[name])
+            refused[name] = exc.value.reason
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert refused == {
+        "a.tsv": "skipped_hard_link",
+        "b.tsv": "skipped_not_regular",
+        "c.tsv": "skipped_not_regular",
+    }
+
+
+def test_a_file_swapped_for_a_hard_link_between_listing_and_hashing_is_not_registered(
+    team_landings, monkeypatch
+):
+    import os
+
+    from batches.ingest.storage import LocalStorage
+
+    ours, theirs, step = team_landings
+    (theirs / "payroll.tsv").write_text("alice\t100000\n")
+    (ours / "orders.tsv").write_text("1\t2.5\n")
+    real = LocalStorage.content_hash
+
+    def swap_then_hash(self, obj):
+        # The team's own writer races the scan: a listed file becomes another team's file.
+        (ours / "orders.tsv").unlink()
+        os.link(theirs / "payroll.tsv", ours / "orders.tsv")
+        return real(self, obj)
+
+    monkeypatch.setattr(LocalStorage, "content_hash", swap_then_hash)
+    result = scan(step.pk)
+    assert (result.registered, result.skipped_hard_link) == (0, 1)
+    assert not File.objects.exists()
+    line = ProcessLog.objects.get(process=step, message_id="not_own_file")
+    assert line.message.startswith("orders.tsv: passed over: a hard link")

@@ -121,18 +121,44 @@ def test_the_event_log_goes_under_the_warehouse_in_a_folder_made_for_it(settings
 
 
 @pytest.mark.parametrize(
-    "key",
+    ("key", "value", "set_as"),
     [
-        "spark.sql.shuffle.partitions",
-        "spark.sql.adaptive.enabled",
-        "spark.sql.adaptive.coalescePartitions.minPartitionSize",
-        "spark.sql.files.maxPartitionBytes",
-        "spark.sql.autoBroadcastJoinThreshold",
-        "spark.sql.parquet.compression.codec",
+        ("spark.sql.shuffle.partitions", 8, "8"),
+        ("spark.sql.adaptive.enabled", True, "true"),
+        ("spark.sql.adaptive.enabled", "FALSE", "false"),
+        ("spark.sql.adaptive.coalescePartitions.minPartitionSize", "1MB", "1MB"),
+        ("spark.sql.adaptive.skewJoin.skewedPartitionFactor", 2.5, "2.5"),
+        ("spark.sql.files.maxPartitionBytes", "64m", "64m"),
+        ("spark.sql.files.maxPartitionBytes", 134217728, "134217728"),
+        ("spark.sql.autoBroadcastJoinThreshold", -1, "-1"),
+        ("spark.sql.broadcastTimeout", "5min", "5min"),
+        ("spark.sql.parquet.compression.codec", "ZSTD", "zstd"),
     ],
 )
-def test_a_spark_step_may_set_runtime_sql_options(key):
-    assert step_options("spark.load", {STEP_GROUP: {key: 8}, "load": {"x": "y"}}) == {key: "8"}
+def test_a_spark_step_may_set_runtime_sql_options_with_values_of_their_type(key, value, set_as):
+    properties = {STEP_GROUP: {key: value}, "load": {"x": "y"}}
+    assert step_options("spark.load", properties) == {key: set_as}
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("spark.sql.shuffle.partitions", "many", "an integer from 1 to 100000"),
+        ("spark.sql.shuffle.partitions", "0", "an integer from 1 to 100000"),
+        ("spark.sql.shuffle.partitions", "1000000000", "an integer from 1 to 100000"),
+        ("spark.sql.adaptive.enabled", "yes", "true or false"),
+        ("spark.sql.files.maxPartitionBytes", "1.5g", "a size like 64m or 128MB"),
+        ("spark.sql.files.maxPartitionBytes", "-1", "a size like 64m or 128MB"),
+        ("spark.sql.autoBroadcastJoinThreshold", "8g", "a size like 64m or 128MB (at most 1g, or"),
+        ("spark.sql.broadcastTimeout", "forever", "a duration like 300, 300s or 5min"),
+        ("spark.sql.parquet.compression.codec", "com.evil.Codec", "one of none, uncompressed"),
+        ("spark.sql.adaptive.skewJoin.skewedPartitionFactor", "1e9", "a number from 1 to 1000"),
+    ],
+)
+def test_a_badly_typed_value_is_refused_with_the_option_and_what_it_expects(key, value, expected):
+    with pytest.raises(RefusedSparkOption) as refused:
+        step_options("spark.sql", {STEP_GROUP: {key: value}})
+    assert str(refused.value).startswith(f"spark option {key}: {value!r} is not {expected}")
 
 
 def test_a_step_without_spark_options_sets_none():
@@ -154,6 +180,11 @@ def test_a_step_without_spark_options_sets_none():
         ("spark.sql.sources.partitionOverwriteMode", "BDRE's steps rely on"),
         ("spark.sql.session.timeZone", "BDRE's steps rely on"),
         ("spark.sql.legacy.timeParserPolicy", "not one of the Spark SQL options"),
+        # No prefix: adaptive execution's options are listed one by one, not the ones that
+        # name a class or the optimizer's rules.
+        ("spark.sql.adaptive.customCostEvaluatorClass", "not one of the Spark SQL options"),
+        ("spark.sql.adaptive.optimizer.excludedRules", "not one of the Spark SQL options"),
+        ("spark.sql.adaptive.anythingNew", "not one of the Spark SQL options"),
         ("executor_memory", "not a Spark option"),
     ],
 )
@@ -324,3 +355,41 @@ def test_a_worker_session_writes_its_event_log_under_the_warehouse_and_serves_it
     assert (application / f"appstatus_{app_id}").exists()
     (events,) = application.glob(f"events_1_{app_id}*")
     assert events.stat().st_size > 0
+
+
+# --- the channel to a Spark Connect server ----------------------------------------------------
+
+
+def test_a_worker_sends_the_connect_servers_token_as_the_header_spark_checks():
+    from processes.jobs.spark_session import connect_channel
+
+    channel = connect_channel("sc://spark-connect:15002", "s3cret")
+    # A plain channel (Spark's server has no TLS), the token with every call.
+    assert not channel.secure
+    assert ("authorization", "Bearer s3cret") in channel.metadata()
+    assert channel.endpoint == "spark-connect:15002"
+
+
+def test_a_token_in_the_remote_url_is_sent_the_same_way_and_the_setting_wins():
+    from processes.jobs.spark_session import connect_channel
+
+    from_url = connect_channel("sc://localhost:15002/;token=in-url;user_id=bdre", "")
+    assert ("authorization", "Bearer in-url") in from_url.metadata()
+    assert not from_url.secure and from_url.userId == "bdre"
+    setting = connect_channel("sc://localhost:15002/;token=in-url", "the-setting")
+    assert list(setting.metadata()) == [("authorization", "Bearer the-setting")]
+
+
+def test_over_tls_the_token_goes_pysparks_own_way():
+    from processes.jobs.spark_session import connect_channel
+
+    channel = connect_channel("sc://connect.example:443/;use_ssl=true", "s3cret")
+    assert channel.secure and channel.token == "s3cret"
+    assert "authorization" not in dict(channel.metadata())
+
+
+def test_without_a_token_the_channel_sends_none():
+    from processes.jobs.spark_session import connect_channel
+
+    channel = connect_channel("sc://spark-connect:15002", "")
+    assert "authorization" not in dict(channel.metadata())

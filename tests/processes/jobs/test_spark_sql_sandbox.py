@@ -43,6 +43,26 @@ ATTACKS = [
     ("INSERT INTO lake.things SELECT * FROM lake.things", "DDL and DML"),
     ("DROP TABLE lake.things", "single SELECT"),
     ("SELECT 1 AS a; SELECT value FROM text.`/etc/passwd`", "one statement"),
+    # Issue 28: the guard is an allowlist, and the statement checked is the one Spark runs.
+    # Attack 2: the worker's environment and settings through variable substitution.
+    (
+        "SELECT raise_error(concat('${env:HOME}', ' ', '${spark:spark.sql.warehouse.dir}'))",
+        "${ is not allowed",
+    ),
+    # Attack 3: text hidden from the guard's parser, run by Spark after substitution.
+    (
+        "SELECT 1 AS a, ${x/*} reflect('java.lang.System','getProperty','user.home') AS b ${y*/}",
+        "${ is not allowed",
+    ),
+    # Attack 1: an XSD (then its DTD) read by the worker, named in from_xml's options.
+    (
+        "SELECT from_xml('<r>zz</r>', 'r STRING', "
+        "map('rowValidationXSDPath', '{landing}/evil.xsd', 'mode', 'FAILFAST')) AS x",
+        "rowValidationXSDPath is not allowed",
+    ),
+    ("SELECT system.builtin.reflect('java.lang.System', 'getenv', 'PATH') AS p", "reflect"),
+    ("SELECT input_file_name() AS f FROM lake.things", "input_file_name"),
+    ("SELECT no_such_function(1) AS x", "not in the allowed functions (docs/sql.md)"),
 ]
 
 
@@ -111,7 +131,7 @@ def pipeline(team, query: str) -> dict:
 def test_a_developer_cannot_register_a_statement_outside_the_sandbox(team, attack, reason):
     response = api_as(team.developer).post(
         "/api/v1/processes/pipeline/",
-        pipeline(team, attack.replace("{warehouse}", "/srv/warehouse")),
+        pipeline(team, attack.replace("{warehouse}", "/srv/warehouse").replace("{landing}", "/l")),
         format="json",
     )
     assert response.status_code == 400, response.content
@@ -154,7 +174,12 @@ def test_a_statement_outside_the_sandbox_fails_its_run_and_writes_nothing(
     team, lake, attack, reason
 ):
     job = sql_job(team, "report", "SELECT 1 AS a")
-    behind_the_registry(job, attack.replace("{warehouse}", str(lake / "warehouse")))
+    behind_the_registry(
+        job,
+        attack.replace("{warehouse}", str(lake / "warehouse")).replace(
+            "{landing}", str(lake / "landing")
+        ),
+    )
     outcome = orchestrator.run_job(job.pk)
     assert_refused_and_nothing_written(job, outcome, reason, lake / "warehouse")
 
@@ -200,6 +225,27 @@ def test_with_the_guard_bypassed_spark_itself_still_refuses(
     run = InstanceExec.objects.filter(process__parent=job).get()
     assert reason.lower() in run.error.lower()
     assert not HiveTable.objects.filter(table_name="stolen").exists()
+
+
+def test_with_the_guard_bypassed_spark_substitutes_no_variable_into_the_statement(
+    team, lake, monkeypatch
+):
+    """Attack 2 behind the guard: Spark's variable substitution is off, so the run's error is
+    the statement's own text, not the worker's home or settings."""
+    monkeypatch.setattr(spark_sql, "check_statement", lambda statement: None)
+    job = sql_job(team, "report", "SELECT 1 AS a")
+    behind_the_registry(
+        job, "SELECT raise_error(concat('${env:HOME}', ' ', '${spark:spark.sql.warehouse.dir}'))"
+    )
+    outcome = orchestrator.run_job(job.pk)
+    assert not outcome.succeeded
+    run = InstanceExec.objects.filter(process__parent=job).get()
+    assert "${env:HOME} ${spark:spark.sql.warehouse.dir}" in run.error
+
+
+def test_the_session_substitutes_no_variable(spark):
+    assert spark.conf.get("spark.sql.variable.substitute") == "false"
+    assert spark.sql("SELECT '${env:HOME}' AS home").collect()[0]["home"] == "${env:HOME}"
 
 
 def test_the_session_cannot_be_talked_out_of_restricted_mode(spark):

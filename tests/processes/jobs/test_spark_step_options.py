@@ -84,6 +84,63 @@ def test_a_pipeline_with_an_option_a_step_may_not_set_is_a_400(team, key, reason
     assert not Process.objects.filter(name__startswith="tuned").exists()
 
 
+def sql_step(options: dict) -> dict:
+    return {
+        "name": "tuned_sql",
+        "process_type": "generic-sql",
+        "properties": {"sql": {"query": ROWS, "output_table": "lake.tuned"}, "spark": options},
+    }
+
+
+def test_an_adaptive_option_naming_a_class_is_a_400_that_names_it(team):
+    # Attack 5 of issue 28: the prefix spark.sql.adaptive. let this through, and the shared
+    # worker loaded the class ("not a subclass of CostEvaluator").
+    key = "spark.sql.adaptive.customCostEvaluatorClass"
+    response = register(team, sql_step({key: "java.lang.String"}))
+    assert response.status_code == 400, response.content
+    assert (
+        f"spark option {key}: not one of the Spark SQL options a step may set"
+        in response.content.decode()
+    )
+    assert not Process.objects.filter(name__startswith="tuned").exists()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("spark.sql.shuffle.partitions", "many", "an integer from 1 to 100000"),
+        ("spark.sql.adaptive.enabled", "java.lang.String", "true or false"),
+        ("spark.sql.files.maxPartitionBytes", "lots", "a size like 64m or 128MB"),
+        ("spark.sql.parquet.compression.codec", "org.evil.Codec", "one of none, uncompressed"),
+    ],
+)
+def test_a_badly_typed_spark_option_is_a_400_that_names_it_and_what_it_expects(
+    team, key, value, expected
+):
+    response = register(team, sql_step({key: value}))
+    assert response.status_code == 400, response.content
+    assert f"spark option {key}: {value!r} is not {expected}" in response.content.decode()
+    assert not Process.objects.filter(name__startswith="tuned").exists()
+
+
+def test_a_pipeline_with_well_typed_options_is_registered(team):
+    options = {
+        "spark.sql.shuffle.partitions": "400",
+        "spark.sql.adaptive.enabled": "TRUE",
+        "spark.sql.adaptive.coalescePartitions.enabled": "false",
+        "spark.sql.adaptive.advisoryPartitionSizeInBytes": "64m",
+        "spark.sql.files.maxPartitionBytes": "128MB",
+        "spark.sql.autoBroadcastJoinThreshold": "-1",
+        "spark.sql.broadcastTimeout": "600s",
+        "spark.sql.parquet.compression.codec": "zstd",
+    }
+    response = register(team, sql_step(options))
+    assert response.status_code in (200, 201), response.content
+    step = Process.objects.get(name="tuned_sql")
+    stored = Property.objects.filter(process=step, config_group="spark")
+    assert set(stored.values_list("key", flat=True)) == set(options)
+
+
 def test_a_spark_option_on_a_step_that_is_not_spark_is_a_400(team):
     response = register(
         team,
@@ -202,18 +259,20 @@ def test_a_steps_options_hold_while_it_runs_and_are_gone_for_the_next_step(
     assert shown["spark_application_id"] == tuned.spark_application_id
 
 
-def test_a_value_spark_refuses_fails_the_step_and_leaves_the_session_as_it_was(
+def test_a_badly_typed_value_in_the_registry_fails_the_step_and_leaves_the_session_as_it_was(
     team, spark, settings, tmp_path
 ):
     settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
     session = get_spark()
     before = session.conf.get("spark.sql.shuffle.partitions")
-    outcome = orchestrator.run_job(
-        sql_job(team, "tuned", {"spark.sql.shuffle.partitions": "many"}).pk
-    )
+    job = sql_job(team, "tuned", {"spark.sql.shuffle.partitions": "7"})
+    Property.objects.filter(process__parent=job, config_group="spark").update(value="many")
+    outcome = orchestrator.run_job(job.pk)
     assert not outcome.succeeded
     run = InstanceExec.objects.get(process__name="tuned_0")
-    assert "spark.sql.shuffle.partitions" in run.error, run.error
+    assert "spark option spark.sql.shuffle.partitions: 'many' is not an integer" in run.error, (
+        run.error
+    )
     assert session.conf.get("spark.sql.shuffle.partitions") == before
 
 

@@ -1,0 +1,170 @@
+"""Issue 28, attack 7: a statement nested too deeply for sqlglot is a 400 everywhere a team's
+SQL comes in (the properties API, the job pages, an import), with the one message of
+``bdre.sql_parse``, never a ``RecursionError`` and a 500. (The lineage API's answer:
+tests/lineage/test_api.py.)"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import Client
+
+from bdre import sql_parse
+from processes.jobs.sql_guard import check_query
+from processes.models import Process, Property
+from processes.registry import StepSpec, create_job
+from tests.api import api_as
+from tests.factories import JOB_TYPE
+
+pytestmark = pytest.mark.django_db
+
+SQL_STEP = 56  # generic-sql
+# The attack as written: fifty nested parentheses.
+NESTED = "SELECT " + "(" * 50 + "1" + ")" * 50
+FLAT = "SELECT 1 AS a"
+
+
+def sql_job(team, name: str = "report") -> Process:
+    return create_job(
+        bus_domain=team.application,
+        name=name,
+        process_type_id=JOB_TYPE,
+        steps=[StepSpec(f"{name}_sql", SQL_STEP, properties={"sql": {"query": FLAT}})],
+    )
+
+
+def pipeline(team, query: str) -> dict:
+    return {
+        "name": "report",
+        "application": team.application.name,
+        "process_type": "generic-job",
+        "steps": [
+            {
+                "name": "report_sql",
+                "process_type": "generic-sql",
+                "properties": {"sql": {"query": query, "output_table": "lake.out"}},
+            }
+        ],
+    }
+
+
+# --- the parser -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        NESTED,
+        "SELECT " + "abs(" * 50 + "1" + ")" * 50,
+        "SELECT " + "NOT " * 300 + "true",
+        "SELECT " + "CASE WHEN true THEN " * 50 + "1" + " END" * 50,
+        "SELECT 1 AS a FROM t WHERE " + "(" * 1000 + "1 = 1" + ")" * 1000,
+    ],
+)
+def test_a_statement_nested_too_deeply_is_one_error_with_one_message(statement):
+    with pytest.raises(sql_parse.StatementTooDeep) as refused:
+        sql_parse.parse(statement, "spark")
+    assert str(refused.value) == sql_parse.TOO_DEEP
+
+
+def test_nesting_within_the_limit_parses_and_quoted_parentheses_do_not_count():
+    levels = sql_parse.MAX_NESTING
+    (tree,) = sql_parse.parse("SELECT " + "(" * levels + "1" + ")" * levels + " AS a", "spark")
+    assert tree.key == "select"
+    quoted = "SELECT '" + "(" * 100 + "' AS a -- " + "(" * 100 + "\nFROM t"
+    assert sql_parse.nesting(quoted, "spark") == 0
+    assert sql_parse.parse(quoted, "spark")
+
+
+def test_the_sandbox_check_refuses_a_statement_nested_too_deeply_with_the_message():
+    with pytest.raises(sql_parse.StatementTooDeep, match="nested too deeply"):
+        check_query(NESTED)
+
+
+# --- the API: a 400 on the property ---------------------------------------------------------
+
+
+def test_patching_a_query_to_fifty_nested_parentheses_is_a_400_saying_what_to_fix(team):
+    job = sql_job(team)
+    prop = Property.objects.get(process__parent=job, key="query")
+    response = api_as(team.developer).patch(
+        f"/api/v1/properties/{prop.pk}/", {"value": NESTED}, format="json"
+    )
+    assert response.status_code == 400, response.content
+    assert sql_parse.TOO_DEEP in response.json()["value"][0]
+    prop.refresh_from_db()
+    assert prop.value == FLAT
+
+
+def test_posting_a_query_of_fifty_nested_parentheses_is_a_400_saying_what_to_fix(team):
+    step = sql_job(team).steps.get()
+    Property.objects.filter(process=step, key="query").delete()
+    response = api_as(team.developer).post(
+        "/api/v1/properties/",
+        {"process": step.pk, "config_group": "sql", "key": "query", "value": NESTED},
+        format="json",
+    )
+    assert response.status_code == 400, response.content
+    assert sql_parse.TOO_DEEP in response.json()["value"][0]
+    assert not Property.objects.filter(process=step, key="query").exists()
+
+
+@pytest.mark.parametrize("endpoint", ["pipeline", "import"])
+def test_registering_or_importing_a_job_with_a_nested_query_is_a_400(team, endpoint):
+    response = api_as(team.developer).post(
+        f"/api/v1/processes/{endpoint}/", pipeline(team, NESTED), format="json"
+    )
+    assert response.status_code == 400, response.content
+    assert sql_parse.TOO_DEEP in response.content.decode()
+    assert not Process.objects.filter(name__startswith="report").exists()
+
+
+def test_the_import_command_refuses_a_nested_query_saying_what_to_fix(team, tmp_path):
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(pipeline(team, NESTED)))
+    with pytest.raises(CommandError) as refused:
+        call_command("import_job", str(path), "--team", team.group.name)
+    assert sql_parse.TOO_DEEP in str(refused.value)
+    assert not Process.objects.filter(name__startswith="report").exists()
+
+
+# --- the pages: said on the step's field ----------------------------------------------------
+
+
+def test_the_new_job_page_says_a_nested_query_is_too_deep_on_the_step(team):
+    client = Client()
+    client.force_login(team.developer)
+    data = {
+        "application": team.application.pk,
+        "name": "report",
+        "job_type": JOB_TYPE,
+        "max_retries": 3,
+        "lease_seconds": 3600,
+        "timezone": "UTC",
+        "step-TOTAL_FORMS": 1,
+        "step-INITIAL_FORMS": 0,
+        "step-0-name": "report_sql",
+        "step-0-kind": SQL_STEP,
+        "step-0-properties": f"sql.query = {NESTED}",
+    }
+    answer = client.post("/jobs/new/", data)
+    assert answer.status_code == 200
+    assert sql_parse.TOO_DEEP in " ".join(answer.context["steps"].forms[0].errors["properties"])
+    assert not Process.objects.filter(name="report").exists()
+
+
+def test_the_edit_page_says_a_nested_query_is_too_deep_on_the_step_and_saves_nothing(team):
+    from tests.processes.test_views_edit import as_shown, section, step_index
+
+    job = sql_job(team)
+    client = Client()
+    client.force_login(team.developer)
+    data = as_shown(client, job)
+    data[f"step-{step_index(data, job, 'report_sql')}-properties"] = f"sql.query = {NESTED}"
+    answer = client.post(f"/jobs/{job.pk}/edit/", data)
+    assert answer.status_code == 200
+    assert "nested too deeply" in section(answer.content.decode(), "report_sql")
+    assert Property.objects.get(process__parent=job, key="query").value == FLAT
