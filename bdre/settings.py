@@ -283,7 +283,8 @@ SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
 SPARK_REMOTE = env_str("SPARK_REMOTE", "")
 # The token the Spark Connect server requires of its clients (spark_connect_server refuses to
 # start without one; docs/operations.md, "Spark Connect as the cluster's front"): the
-# Spark-queue workers send it, no Spark JVM's environment holds it.
+# Spark-queue workers send it. The server's JVM holds it (Spark reads it from there, not from
+# its configuration, which clients can read back); no other Spark JVM does.
 SPARK_CONNECT_TOKEN = env_str("SPARK_CONNECT_TOKEN", "")
 SPARK_UI = env_bool("SPARK_UI", False)
 # Spark's event log under BDRE_WAREHOUSE/spark-events, for a History Server to read

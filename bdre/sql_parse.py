@@ -40,20 +40,28 @@ OPENING = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.CASE}
 CLOSING = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.END}
 # Prefix operators nest too: ``NOT NOT NOT ... x`` takes no parenthesis.
 PREFIX = {TokenType.NOT, TokenType.DASH, TokenType.PLUS, TokenType.TILDE}
+ARROWS = {TokenType.ARROW}
 
 
 def nesting(sql: str, dialect: str) -> int:
     """The deepest nesting in ``sql``, counted on its tokens: parentheses, brackets and
-    ``CASE ... END`` each open a level, and so does each prefix operator of a run of them."""
+    ``CASE ... END`` each open a level, and so does each prefix operator of a run of them and
+    each lambda arrow (``x -> y -> ...``) until the level it is in closes."""
     depth = deepest = run = 0
+    arrows = [0]  # the lambda arrows open at each level of parentheses
     for token in Dialect.get_or_raise(dialect).tokenize(sql):
         kind = token.token_type
         run = run + 1 if kind in PREFIX else 0
         if kind in OPENING:
             depth += 1
+            arrows.append(0)
         elif kind in CLOSING:
             depth = max(depth - 1, 0)
-        deepest = max(deepest, depth + run)
+            if len(arrows) > 1:
+                arrows.pop()
+        elif kind in ARROWS:
+            arrows[-1] += 1
+        deepest = max(deepest, depth + run + sum(arrows))
     return deepest
 
 

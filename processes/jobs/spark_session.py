@@ -378,10 +378,13 @@ class ByteSize:
     def normal(self, value: str) -> str | None:
         if self.off and value == "-1":
             return value
-        found = re.fullmatch(r"([0-9]{1,15})([a-z]*)", value.lower())
+        # ASCII first: str.lower() folds other letters (the Kelvin sign) into ASCII ones that
+        # Spark's own parser would not read.
+        found = re.fullmatch(r"([0-9]{1,15})([a-z]*)", value.lower()) if value.isascii() else None
         if found is None or found[2] not in _BYTE_UNITS:
             return None
-        return value if int(found[1]) << _BYTE_UNITS[found[2]] <= self.gigabytes << 30 else None
+        size = int(found[1]) << _BYTE_UNITS[found[2]]
+        return value.lower() if 1 <= size <= self.gigabytes << 30 else None
 
 
 # Spark's durations (JavaUtils.timeStringAs); a number without a unit is in seconds for the
@@ -398,10 +401,10 @@ class Seconds:
         return f"a duration like 300, 300s or 5min (1s to {self.high}s)"
 
     def normal(self, value: str) -> str | None:
-        found = re.fullmatch(r"([0-9]{1,9})([a-z]*)", value.lower())
+        found = re.fullmatch(r"([0-9]{1,9})([a-z]*)", value.lower()) if value.isascii() else None
         if found is None or found[2] not in _SECONDS:
             return None
-        return value if 1 <= int(found[1]) * _SECONDS[found[2]] <= self.high else None
+        return value.lower() if 1 <= int(found[1]) * _SECONDS[found[2]] <= self.high else None
 
 
 @dataclass(frozen=True)
@@ -409,7 +412,7 @@ class Boolean:
     expected = "true or false"
 
     def normal(self, value: str) -> str | None:
-        return value.lower() if value.lower() in ("true", "false") else None
+        return value.lower() if value.isascii() and value.lower() in ("true", "false") else None
 
 
 @dataclass(frozen=True)
@@ -421,7 +424,7 @@ class OneOf:
         return f"one of {', '.join(self.names)}"
 
     def normal(self, value: str) -> str | None:
-        return value.lower() if value.lower() in self.names else None
+        return value.lower() if value.isascii() and value.lower() in self.names else None
 
 
 OptionType = Integer | Number | ByteSize | Seconds | Boolean | OneOf

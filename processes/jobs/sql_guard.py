@@ -39,7 +39,9 @@ from processes.jobs.sql_functions import ALLOWED, HINTS, REFUSED, Options
 DIALECT = "spark"
 ASK = "not in the allowed functions (docs/sql.md); ask your installation's admin"
 
-# ``format.`path``` names a data source, not a database: every built-in and common one.
+# ``format.`path``` names a data source, not a database: every built-in and common one. This
+# list only gives the clearer message: _check_table's plain-name rule and the session's
+# runSQLOnFiles=false are what close path reads, whatever the source's name.
 DATA_SOURCES = frozenset(
     {
         "avro",
@@ -211,6 +213,14 @@ FIRST_WORDS = {
     "ADD": "ADD JAR/FILE/ARCHIVE loads code or files onto the worker",
     "LIST": "only a single SELECT query may run",
 }
+# Spark's lexer carries a ``--`` comment over a backslash at the end of its line
+# (SqlBaseLexer.g4, SIMPLE_COMMENT); sqlglot ends the comment there. The next line would be
+# code to Spark and comment to the guard, or the other way round.
+CONTINUED_LINE = re.compile(r"\\[\r\n]")
+CONTINUED = (
+    "a backslash at the end of a line is not allowed: Spark continues a -- comment over it, "
+    "so it would run another statement than the one checked; remove the backslash"
+)
 SUBSTITUTION = (
     "${ is not allowed in a statement: Spark would replace ${...} with a variable, the "
     "environment or a setting, or with nothing, and run another statement than the one "
@@ -252,9 +262,19 @@ def check_query(query: str) -> None:
 def check_statement(sql: str) -> None:
     """Raise :class:`RefusedStatement` unless ``sql`` is one query (SELECT, WITH ... SELECT,
     set operations of them) over plain table names made only of allowed nodes and functions
-    (docs/sql.md)."""
+    (docs/sql.md); :class:`~bdre.sql_parse.StatementTooDeep` for one nested too deeply."""
     if "${" in sql:
         raise RefusedStatement(SUBSTITUTION)
+    if CONTINUED_LINE.search(sql):
+        raise RefusedStatement(CONTINUED)
+    try:
+        _check_parsed(sql)
+    except RecursionError:
+        # A form of nesting sql_parse does not count, met by a recursive walk or rendering.
+        raise sql_parse.StatementTooDeep() from None
+
+
+def _check_parsed(sql: str) -> None:
     first = sql.lstrip(" \t\r\n(").split(None, 1)
     if first and first[0].upper().rstrip(";") in FIRST_WORDS:
         raise RefusedStatement(FIRST_WORDS[first[0].upper().rstrip(";")])
@@ -270,6 +290,8 @@ def check_statement(sql: str) -> None:
     if len(statements) != 1:
         raise RefusedStatement(f"one statement may run, not {len(statements)}")
     (tree,) = statements
+    # Hints' arguments are names and numbers Spark never evaluates (the hint itself is
+    # checked by _check_hint below), so their insides are not walked as expressions.
     nodes = list(tree.walk(prune=lambda node: isinstance(node, exp.Hint)))
     # The most specific reason first: a CTAS with LOCATION is refused for its LOCATION.
     for kind, reason in NODE_REASONS:

@@ -62,6 +62,7 @@ def pipeline(team, query: str) -> dict:
         "SELECT " + "NOT " * 300 + "true",
         "SELECT " + "CASE WHEN true THEN " * 50 + "1" + " END" * 50,
         "SELECT 1 AS a FROM t WHERE " + "(" * 1000 + "1 = 1" + ")" * 1000,
+        "SELECT transform(array(1), " + "x -> " * 300 + "1) AS a",
     ],
 )
 def test_a_statement_nested_too_deeply_is_one_error_with_one_message(statement):
@@ -79,9 +80,20 @@ def test_nesting_within_the_limit_parses_and_quoted_parentheses_do_not_count():
     assert sql_parse.parse(quoted, "spark")
 
 
-def test_the_sandbox_check_refuses_a_statement_nested_too_deeply_with_the_message():
+@pytest.mark.parametrize(
+    "statement", [NESTED, "SELECT transform(array(1), " + "x -> " * 300 + "1)"]
+)
+def test_the_sandbox_check_refuses_a_statement_nested_too_deeply_with_the_message(statement):
     with pytest.raises(sql_parse.StatementTooDeep, match="nested too deeply"):
-        check_query(NESTED)
+        check_query(statement)
+
+
+def test_lambdas_side_by_side_are_no_nesting():
+    statement = "SELECT " + ", ".join(
+        f"transform(array(1), x -> x + {i}) AS c{i}" for i in range(60)
+    )
+    one = "SELECT transform(array(1), x -> x + 0) AS c0"
+    assert sql_parse.nesting(statement, "spark") == sql_parse.nesting(one, "spark") == 3
 
 
 # --- the API: a 400 on the property ---------------------------------------------------------

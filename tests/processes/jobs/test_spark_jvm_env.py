@@ -170,7 +170,11 @@ def test_a_workers_spark_driver_and_its_python_workers_hold_no_secret(tmp_path):
             assert secrets_in(environ(pid)) == [], command_line(pid)
         assert secrets_in(seen["python"]) == []
     finally:
-        worker.communicate(input="", timeout=120)
+        try:
+            worker.communicate(input="", timeout=120)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.communicate()
     assert worker.returncode == 0, worker.stderr
 
 

@@ -60,6 +60,13 @@ ATTACKS = [
         "map('rowValidationXSDPath', '{landing}/evil.xsd', 'mode', 'FAILFAST')) AS x",
         "rowValidationXSDPath is not allowed",
     ),
+    # A line Spark reads as the continuation of a -- comment, and sqlglot as code: attack 1
+    # again, hidden in a string to the guard and run by Spark (found in review).
+    (
+        'SELECT 1 AS a -- \\\n, \'\n, from_xml("<r>zz</r>", "r STRING", '
+        'map("rowValidationXSDPath", "{landing}/evil.xsd", "mode", "FAILFAST")) AS b -- \'',
+        "backslash at the end of a line",
+    ),
     ("SELECT system.builtin.reflect('java.lang.System', 'getenv', 'PATH') AS p", "reflect"),
     ("SELECT input_file_name() AS f FROM lake.things", "input_file_name"),
     ("SELECT no_such_function(1) AS x", "not in the allowed functions (docs/sql.md)"),
