@@ -76,6 +76,10 @@ def get_spark() -> SparkSession:
                 from pyspark.sql.connect.session import SparkSession as ConnectSession
 
                 channel = connect_channel(settings.SPARK_REMOTE, settings.SPARK_CONNECT_TOKEN)
+                # What SparkSession.builder.remote() does and channelBuilder() does not: mark
+                # the process as a Connect client's, or pyspark.sql.functions takes the classic
+                # implementation and asserts on the SparkContext a Connect client has not.
+                os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
                 remote = cast(
                     "SparkSession", ConnectSession.builder.channelBuilder(channel).getOrCreate()
                 )

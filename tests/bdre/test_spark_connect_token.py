@@ -104,9 +104,12 @@ def test_the_servers_jvm_holds_its_token_and_none_of_the_installations_secrets(s
 WORKER_RUN = """
 import django
 django.setup()
+from pyspark.sql import functions as F
 from processes.jobs.spark_session import get_spark, is_connect
 session = get_spark()
-print(is_connect(session), session.range(4).count())
+# pyspark.sql.functions too, as the steps call them: they pick the Connect implementation only
+# in a process marked as a Connect client's (the demo's steps failed on an assert without it).
+print(is_connect(session), session.range(4).select(F.col("id") + 1).count())
 """
 
 
