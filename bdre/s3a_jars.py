@@ -16,6 +16,7 @@ No Django here: the image's build runs it before there is any configuration.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -144,7 +145,7 @@ def _extract(sdist: Path, jars_dir: Path) -> None:
                 raise S3AJarsError(f"{sdist.name}: {MEMBER_DIR}{name} is not a file")
             # Written beside its final name and renamed once checked: a jar under its own
             # name is always a whole, checked one (present() trusts the name).
-            partial = jars_dir / f".{name}.part"
+            partial = jars_dir / f".{name}.{os.getpid()}.part"
             with source, partial.open("wb") as out:
                 shutil.copyfileobj(source, out, 1 << 20)
             if (actual := sha256(partial)) != expected:

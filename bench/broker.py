@@ -5,7 +5,7 @@ SQLAlchemy transport on SQLite, and Redis, with several producer and consumer pr
         [--producers 3] [--consumers 3] [--messages 3000] [--no-write]
 
 For each setup: ``--consumers`` consumer processes and ``--producers`` producer processes
-(tests/bdre/broker_clients.py, prefetch 1, an ack per message, polls every 0.1 s) exchange
+(tests/helpers/broker_clients.py, prefetch 1, an ack per message, polls every 0.1 s) exchange
 ``--messages`` messages through a queue declared beforehand; the table gives messages a
 second from the first receipt to the last, the messages not delivered (lost, or left in the
 queue by consumers that crashed) and delivered twice, and the clients that crashed. Then, on
@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import ROOT, append_results
-from tests.bdre.broker_clients import Clients, ids_in, received, wait_until
+from tests.helpers.broker_clients import Clients, ids_in, received, wait_until
 
 REDIS_URL = "redis://127.0.0.1:6379/14"
 SETUPS = {

@@ -17,7 +17,7 @@ own, so that no two sessions mix:
   default); in one session per mode, as bench/shred.py does: parse, the four deduplication
   strategies, write the atomic table, each phase timed; ``--rounds`` rounds, the best and
   the first reported, and the counters checked against the rules' line-by-line count;
-- demo: `make demo`'s pipeline (tests/demo_runs.py: ingest, load/cleanse, shred, sql,
+- demo: `make demo`'s pipeline (tests/helpers/demo_runs.py: ingest, load/cleanse, shred, sql,
   export; two files of 400 events then one more) with its embedded worker: per step, the
   wall time of its runs (``InstanceExec`` end - start, summed) and their number, the whole
   ``manage.py demo --run`` and the span from the first step's start to the last one's end;
@@ -268,7 +268,7 @@ def measure(
     """The three measurements of one mode, each in processes of its own; ``idle`` (if any)
     is called before each, to wait until the previous one's application has left the
     cluster."""
-    from tests.demo_runs import run_demo
+    from tests.helpers.demo_runs import run_demo
 
     def wait() -> None:
         if idle is not None:

@@ -45,7 +45,7 @@ SHARES = {"natural": 0.02, "synthetic": 0.005, "repeat": 0.01, "repeat_synthetic
 def generate(events: int) -> tuple[Path, list[tuple[str, str]], dict[str, dict[str, int]]]:
     """The batch file, the (event id, fingerprint) pairs of the earlier batch, and for each
     strategy the lines planted and the counter the rules give."""
-    from tests.data.enriched import EventFactory
+    from tests.helpers.enriched import EventFactory
 
     factory = EventFactory(seed=2026)
     _earlier_lines, earlier = factory.batch(max(1, events // 50))

@@ -1,27 +1,28 @@
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from django.contrib.auth.models import Group
-from django.urls import reverse
 
 from bdre.models import Role
-from processes.models import BusDomain, Process
-from processes.registry import StepSpec, create_job
-from tests.factories import (
-    JOB_TYPE,
-    STEP_TYPE,
+from processes.models import BusDomain
+from tests.helpers.factories import (
     BusDomainFactory,
     MembershipFactory,
     TeamFactory,
     UserFactory,
+    grant_root,
 )
+from tests.helpers.jobs import build_job, callable_step, scan_step
+from tests.helpers.spark import S3A_MISSING, TEST_SPARK
 
 
 @dataclass
@@ -48,23 +49,27 @@ MARKER_FIXTURES = {
     # real Celery worker processes (tests/processes/test_tasks.py, test_orchestrator.py, ui;
     # the demo's embedded worker)
     "worker": {"worker", "local_demo"},
-    "browser": {"browser"},  # Playwright's Chromium (tests/ui/test_browser.py)
+    "browser": {"browser"},  # Playwright's Chromium (tests/ui/conftest.py)
     "cluster": {"standalone", "connect_server"},  # tests/cluster/
     "demo": {"local_demo"},  # `make demo`'s pipeline run once, compared and queried
 }
 
-# The fixtures through which a test reaches the test database.
-DATABASE_FIXTURES = {
-    "db",
-    "transactional_db",
-    "django_db_reset_sequences",
-    "django_db_serialized_rollback",
-}
+# A test whose outcome the database or the broker can change (`backends`): it commits for
+# real (transactional_db: locking, concurrency, crash safety, real workers on the broker) or
+# needs PostgreSQL itself. CI runs these again on PostgreSQL with Redis, with what a module
+# marks `backends` itself (constraints, migrations, the permission matrix, the queries
+# behind lists and filters); everything else runs once, on SQLite (docs/testing.md). A Spark
+# test's subject is the transform or the step body, which neither changes: it is marked
+# `backends` only by hand, deliberately.
+COMMITTING_FIXTURES = {"transactional_db", "django_db_serialized_rollback"}
 
 
-def uses_database(item: pytest.Item) -> bool:
+def commits_for_real(item: pytest.Item) -> bool:
     used = set(getattr(item, "fixturenames", ()))
-    return bool(used & DATABASE_FIXTURES) or item.get_closest_marker("django_db") is not None
+    marker = item.get_closest_marker("django_db")
+    return bool(used & COMMITTING_FIXTURES) or bool(
+        marker and (marker.kwargs.get("transaction") or marker.kwargs.get("serialized_rollback"))
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
@@ -74,14 +79,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for marker, fixtures in MARKER_FIXTURES.items():
             if used & fixtures and not item.get_closest_marker(marker):
                 item.add_marker(marker)
-    # CI's PostgreSQL pass (.ci/run): what touches no database does the same on both, and
-    # the SQLite pass ran it already.
-    if os.environ.get("BDRE_TEST_DATABASE_ONLY", "") not in ("", "0", "false"):
-        kept = [item for item in items if uses_database(item)]
-        deselected = [item for item in items if not uses_database(item)]
-        if deselected:
-            config.hook.pytest_deselected(items=deselected)
-            items[:] = kept
+        group = xdist_group(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+        if (
+            not item.get_closest_marker("backends")
+            and not item.get_closest_marker("spark")
+            and (item.get_closest_marker("postgres") or commits_for_real(item))
+        ):
+            item.add_marker("backends")
+
+
+# Session fixtures too costly to set up in every test process of `make test` (pytest-xdist,
+# --dist loadgroup), and whose tests depend on each other's order (tests/cluster/).
+SHARED_SESSION_FIXTURES = {"local_demo", "standalone", "connect_server"}
+
+
+def xdist_group(item: pytest.Item) -> str | None:
+    """The tests sharing the demo's run or the cluster run in one test process, where each is
+    set up once. The rest go wherever a process is free (a module whose module-scoped
+    fixture costs more than its tests gain by spreading marks itself with `xdist_group`)."""
+    names = getattr(getattr(item, "_fixtureinfo", None), "names_closure", ())
+    return "cluster-and-demo" if set(names) & SHARED_SESSION_FIXTURES else None
 
 
 def spark_is_running() -> bool:
@@ -119,6 +138,16 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
 def _fast_password_hasher(settings) -> None:
     # The production hasher costs ~0.3 s a user on purpose; tests create many users.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _spark_cache_emptied(request):
+    """What a test cached in the session's Spark (a step's frames, its own) is dropped after
+    it: the session serves every Spark test of this process, and cached blocks kept would
+    crowd the next test's execution memory."""
+    yield
+    if "spark" in request.fixturenames:
+        request.getfixturevalue("spark").catalog.clearCache()
 
 
 @pytest.fixture(autouse=True)
@@ -171,16 +200,6 @@ def superuser(db):
     return user
 
 
-# Where the suite's Spark runs: local[2] by default; the cluster tests (tests/cluster/) run
-# the Spark tests again with BDRE_TEST_SPARK set to a standalone master (spark://...) or to a
-# Spark Connect server (sc://...).
-TEST_SPARK = os.environ.get("BDRE_TEST_SPARK", "local[2]")
-# For a test whose Spark must be this process's own JVM (an in-memory Derby database, say): it
-# is run on local[2] and said to be skipped elsewhere.
-one_jvm_only = pytest.mark.skipif(
-    not TEST_SPARK.startswith("local"),
-    reason=f"needs Spark in this process's JVM; BDRE_TEST_SPARK is {TEST_SPARK}",
-)
 RUNTIME_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
@@ -241,22 +260,6 @@ def spark(tmp_path_factory):
     session.stop()
 
 
-# Why the suite's session has no S3A connector, if it has none (the s3a tests skip with it).
-S3A_MISSING: list[str] = []
-
-# CI sets it (.ci/run): a test that needs something of the machine (the S3A jars, Chromium,
-# the PostgreSQL JDBC driver) fails there when it is missing instead of skipping, so that a
-# set-up that broke is a red run, not a run with fewer tests.
-REQUIRE_ALL = os.environ.get("BDRE_TEST_REQUIRE_ALL", "") not in ("", "0", "false")
-
-
-def skip_unless_required(reason: str) -> None:
-    """Skip the test for ``reason``, or fail it where everything is required (CI)."""
-    if REQUIRE_ALL:
-        pytest.fail(f"required by BDRE_TEST_REQUIRE_ALL: {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
 def s3a_test_conf() -> dict[str, str]:
     from django.conf import settings
 
@@ -310,59 +313,67 @@ def s3_endpoint(tmp_path_factory):
 def local_demo(tmp_path_factory):
     """`make demo`'s pipeline run once on local[2] in a process of its own (a DemoRun):
     what the demo test checks, and what the cluster tests compare theirs with."""
-    from tests.demo_runs import run_demo
+    from tests.helpers.demo_runs import run_demo
 
     return run_demo(tmp_path_factory.mktemp("demo-local") / "var")
 
 
 @pytest.fixture
 def make_job(team):
-    """``make_job("p2", steps=2, upstream=[p1])``: a job registered through the registry,
-    its steps chained in order, all in the team's application."""
-
-    def make(
-        name: str,
-        *,
-        steps: int = 1,
-        upstream: list[Process] | None = None,
-        cut: str = "",
-        max_retries: int = 3,
-        lease_seconds: int = 3600,
-        can_recover: bool = True,
-    ) -> Process:
-        return create_job(
-            bus_domain=team.application,
-            name=name,
-            process_type_id=JOB_TYPE,
-            max_retries=max_retries,
-            lease_seconds=lease_seconds,
-            steps=[
-                StepSpec(
-                    f"{name}_s{i + 1}",
-                    STEP_TYPE,
-                    upstream=[u.pk for u in upstream or []],
-                    batch_cut_pattern=cut,
-                    can_recover=can_recover,
-                )
-                for i in range(steps)
-            ],
-        )
-
-    return make
+    """``make_job("p2", steps=2, upstream=[p1])``: tests.helpers.jobs.build_job in the team's
+    application."""
+    return functools.partial(build_job, team)
 
 
-# --- the admin (tests/<app>/test_admin.py) -------------------------------------------------
+# --- a chain of jobs, run by hand, and the work it queues (replay: processes/replay.py) -------
 
 
-def url(model, action: str, *args: object) -> str:
-    """The admin page ``action`` ("changelist", "change", "add") of ``model``."""
-    return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_{action}", args=args)
+@pytest.fixture
+def queued(monkeypatch, django_capture_on_commit_callbacks):
+    """What would go to Celery, in order: ("job", job_id, trigger) and ("step", run, step).
+    Sent on commit, as the tasks module sends them; the test's transaction never commits,
+    so each piece of work here runs its callbacks itself (:func:`committed`)."""
+    from processes import tasks
 
-
-def action(client, model, name: str, *pks: int):
-    """Run the admin action ``name`` on the rows ``pks`` of ``model``'s changelist."""
-    return client.post(
-        url(model, "changelist"),
-        {"action": name, "_selected_action": [str(pk) for pk in pks]},
-        follow=True,
+    calls: list[tuple] = []
+    monkeypatch.setattr(
+        tasks.run_process,
+        "apply_async",
+        lambda args, kwargs=None, **kw: calls.append(
+            ("job", args[0], (kwargs or {}).get("trigger"))
+        ),
     )
+    monkeypatch.setattr(
+        tasks.run_step, "apply_async", lambda args, **kw: calls.append(("step", *args))
+    )
+    return calls
+
+
+@pytest.fixture
+def committed(django_capture_on_commit_callbacks):
+    return lambda: django_capture_on_commit_callbacks(execute=True)
+
+
+@pytest.fixture
+def chain(team, tmp_path, settings):
+    """ingest (scans landing) -> tidy (one step) -> report (one step), each run by hand;
+    a.csv and b.csv in tidy's first batch, c.csv in its second."""
+    from processes import orchestrator
+
+    settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    grant_root(team.group, landing)
+    ingest = build_job(team, "ingest", [scan_step("ingest_0", landing)])
+    tidy = build_job(team, "tidy", [callable_step("tidy_0", upstream=[ingest])])
+    report = build_job(team, "report", [callable_step("report_0", upstream=[tidy])])
+    targets: dict[str, list[int]] = {"tidy": [], "report": []}
+    for names in (("a.csv", "b.csv"), ("c.csv",)):
+        for name in names:
+            (landing / name).write_text(f"{name}\n")
+        assert orchestrator.run_job(ingest.pk).succeeded
+        for job in (tidy, report):
+            outcome = orchestrator.run_job(job.pk)
+            assert outcome.succeeded
+            targets[job.name].append(outcome.target_batch_id)
+    return SimpleNamespace(ingest=ingest, tidy=tidy, report=report, targets=targets)

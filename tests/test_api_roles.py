@@ -11,9 +11,8 @@ import pytest
 
 from processes import registry
 from processes.models import BusDomain
-from tests.api import api_as
-from tests.factories import (
-    STEP_TYPE,
+from tests.helpers.api import api_as
+from tests.helpers.factories import (
     BatchFactory,
     BusDomainFactory,
     FileFactory,
@@ -26,8 +25,10 @@ from tests.factories import (
     StepFactory,
     UserFactory,
 )
+from tests.helpers.jobs import STEP_TYPE
 
-pytestmark = pytest.mark.django_db
+# backends: who may do what: the selector's queries (docs/testing.md).
+pytestmark = [pytest.mark.django_db, pytest.mark.backends]
 
 ROLES = ("viewer", "developer", "admin", "outsider")
 

@@ -78,9 +78,7 @@ from processes.models import (
     Property,
     Server,
 )
-from tests.factories import (
-    JOB_TYPE,
-    STEP_TYPE,
+from tests.helpers.factories import (
     TEST_PASSWORD,
     BatchFactory,
     BusDomainFactory,
@@ -95,8 +93,10 @@ from tests.factories import (
     TeamFactory,
     UserFactory,
 )
+from tests.helpers.jobs import JOB_TYPE, SCAN, STEP_TYPE, build_job
 
-pytestmark = pytest.mark.django_db
+# backends: who sees and may change what: the selector's queries (docs/testing.md).
+pytestmark = [pytest.mark.django_db, pytest.mark.backends]
 
 API = "/api/v1"
 
@@ -151,15 +151,6 @@ TO_ADMIN_INDEX = "302 to /admin/"
 LOCATIONS = {TO_LOGIN: "/accounts/login/", TO_ADMIN_LOGIN: "/admin/login/"}
 
 # --- the rows of team A (and around it) -----------------------------------------------------
-
-
-def _job(bus_domain: BusDomain, name: str, steps: int = 1) -> Process:
-    return registry.create_job(
-        bus_domain=bus_domain,
-        name=name,
-        process_type_id=JOB_TYPE,
-        steps=[registry.StepSpec(f"{name}_s{i + 1}", STEP_TYPE) for i in range(steps)],
-    )
 
 
 def _landing(team: Group, name: str) -> str:
@@ -222,18 +213,18 @@ def build_world() -> SimpleNamespace:
     w.app = BusDomainFactory(name="alpha_web", team=w.team)
     w.spare_app = BusDomainFactory(name="alpha_spare", team=w.team)
     w.other_app = BusDomainFactory(name="bravo_ads", team=w.other_team)
-    _job(w.other_app, "bravo_job")
+    build_job(w.other_app, "bravo_job")
 
-    w.job = _job(w.app, "alpha_orders")
+    w.job = build_job(w.app, "alpha_orders")
     w.step = w.job.steps.get()
     schedules.set_schedule(w.job.pk, schedules.Schedule(every_seconds=60))
-    w.paused_job = _job(w.app, "alpha_paused")
+    w.paused_job = build_job(w.app, "alpha_paused")
     schedules.set_schedule(w.paused_job.pk, schedules.Schedule(every_seconds=60))
     schedules.pause(w.paused_job.pk)
     # A run with no step running (halt-job), and one whose first step runs.
-    w.ready_job = _job(w.app, "alpha_ready")
+    w.ready_job = build_job(w.app, "alpha_ready")
     w.ready_run = lifecycle.init_job(w.ready_job.pk).instance_exec_id
-    w.live_job = _job(w.app, "alpha_live", steps=2)
+    w.live_job = build_job(w.app, "alpha_live", steps=2)
     w.live_step, w.idle_step = w.live_job.steps.order_by("id")
     w.live_run = lifecycle.init_job(w.live_job.pk).instance_exec_id
     w.step_run = lifecycle.init_step(w.live_step.pk, instance_exec_id=w.live_run)
@@ -268,14 +259,13 @@ def build_world() -> SimpleNamespace:
         batch_state_id=BatchState.PROCESSED,
         batch_marking="2026-11-20",
     )
-    w.scan_job = registry.create_job(
-        bus_domain=w.app,
-        name="alpha_scan",
-        process_type_id=JOB_TYPE,
-        steps=[
+    w.scan_job = build_job(
+        w.app,
+        "alpha_scan",
+        [
             registry.StepSpec(
                 "alpha_scan_s1",
-                52,  # ingest.scan
+                SCAN,
                 properties={"scan": {"location": Path(_landing(w.team, "in")).as_uri()}},
             )
         ],

@@ -5,22 +5,17 @@ after the commit)."""
 from __future__ import annotations
 
 import ipaddress
-import json
 import socket
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email import message_from_bytes
 from email.message import Message
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from aiosmtpd.controller import Controller
 
-from processes import registry
-from processes.models import Process
+from tests.helpers.alerts import NAMES, Receiver, serving
 
 
 class _PortZeroController(Controller):
@@ -58,47 +53,6 @@ def smtp(settings) -> Iterator[Mailbox]:
     controller.stop()
 
 
-@dataclass
-class Receiver:
-    url: str
-    port: int = 0
-    posts: list[dict[str, Any]] = field(default_factory=list)
-    headers: list[dict[str, str]] = field(default_factory=list)
-    status: int = 200
-    location: str = ""
-
-
-@contextmanager
-def serving(receiver: Receiver) -> Iterator[Receiver]:
-    """An HTTP server on 127.0.0.1 that records every JSON body posted to it and answers
-    ``receiver.status`` (with ``receiver.location``, if set)."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", 0))
-            receiver.posts.append(json.loads(self.rfile.read(length)))
-            receiver.headers.append(dict(self.headers))
-            self.send_response(receiver.status)
-            if receiver.location:
-                self.send_header("Location", receiver.location)
-            self.end_headers()
-            self.wfile.write(b"ok")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    receiver.port = server.server_address[1]
-    receiver.url = f"http://127.0.0.1:{receiver.port}/hooks/bdre"
-    try:
-        yield receiver
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
     """A service of the installation's own network (an HTTP server on 127.0.0.1) that no
@@ -114,15 +68,6 @@ def webhook(settings) -> Iterator[Receiver]:
     settings.BDRE_ALERT_ALLOWED_HOSTS = ["127.0.0.1"]
     with serving(Receiver(url="")) as running:
         yield running
-
-
-# The names the tests' resolver knows, with their addresses; any other name does not resolve.
-# The public ones are never connected to (``network``).
-NAMES: dict[str, list[str]] = {
-    "hooks.example.com": ["93.184.215.14"],
-    "hooks.slack.com": ["54.230.0.1", "2600:9000:2000::1"],
-    "localhost": ["127.0.0.1", "::1"],
-}
 
 
 @dataclass
@@ -177,9 +122,3 @@ def eager() -> Iterator[None]:
     app.conf.task_always_eager = True
     yield
     app.conf.task_always_eager = before
-
-
-def alerting(job: Process, **values: str) -> Process:
-    """Give ``job`` its ``alerts.*`` properties through the registry."""
-    registry.set_properties(job, {"alerts": values})
-    return job

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from alerts.models import Alert, Destination
-from tests.api import api_as
+from tests.helpers.api import api_as
 
-pytestmark = pytest.mark.django_db
+# backends: the lists' filters: queries (docs/testing.md).
+pytestmark = [pytest.mark.django_db, pytest.mark.backends]
 
 API = "/api/v1"
 

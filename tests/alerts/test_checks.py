@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 
 from alerts import checks
 from processes import registry
-from tests.api import api_as
+from tests.helpers.api import api_as
 
 pytestmark = pytest.mark.django_db
 

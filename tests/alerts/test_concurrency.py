@@ -11,7 +11,7 @@ from django.db import connections
 
 from alerts import services
 from alerts.models import Alert, AlertGate
-from tests.alerts.conftest import alerting
+from tests.helpers.alerts import alerting
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 

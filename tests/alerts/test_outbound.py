@@ -29,9 +29,8 @@ from alerts.channels import COULD_NOT_DELIVER
 from alerts.models import Alert, Destination
 from processes import registry
 from processes.models import Property
-from tests.alerts.conftest import NAMES, Receiver, alerting, serving
-from tests.alerts.test_services import fail_once
-from tests.api import api_as
+from tests.helpers.alerts import NAMES, Receiver, alerting, fail_once, serving
+from tests.helpers.api import api_as
 
 API = "/api/v1"
 FIX = "ask your installation's admin to list it in BDRE_ALERT_ALLOWED_HOSTS"

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.alerts.conftest import alerting
-from tests.alerts.test_services import fail_once
+from tests.helpers.alerts import alerting, fail_once
 
 pytestmark = pytest.mark.django_db
 

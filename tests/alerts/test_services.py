@@ -13,20 +13,10 @@ from batches import queue
 from batches.models import BatchState
 from processes import lifecycle
 from processes.models import InstanceExec, Process
-from tests.alerts.conftest import alerting
-from tests.processes.conftest import steps_of
-from tests.processes.test_lifecycle import feed, run_job
+from tests.helpers.alerts import alerting, fail_once
+from tests.helpers.lifecycle import feed, run_job, steps_of
 
 pytestmark = pytest.mark.django_db
-
-
-def fail_once(job: Process, error: str, capture) -> int:
-    """One failed run of ``job``, its alerts sent after the commit as a worker sends them."""
-    with capture(execute=True):
-        run = lifecycle.init_job(job.pk).instance_exec_id
-    with capture(execute=True):
-        lifecycle.term_job(job.pk, error)
-    return run
 
 
 def end_run(job: Process, capture) -> None:

@@ -10,7 +10,7 @@ from alerts import services, tasks
 from alerts.models import Alert, Kind
 from processes import lifecycle
 from processes.models import InstanceExec
-from tests.alerts.conftest import alerting
+from tests.helpers.alerts import alerting
 
 pytestmark = pytest.mark.django_db
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from batches.models import BatchConsumpQueue, BatchState
-from tests.conftest import action, url
-from tests.factories import JobFactory, QueueRowFactory, StepFactory
+from tests.helpers.admin import action, url
+from tests.helpers.factories import JobFactory, QueueRowFactory, StepFactory
 
 pytestmark = pytest.mark.django_db
 

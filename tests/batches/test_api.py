@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState, File
 from processes.models import InstanceExec
-from tests.api import api_as
-from tests.factories import (
+from tests.helpers.api import api_as, error, post, register
+from tests.helpers.factories import (
     BatchFactory,
     FileFactory,
     JobFactory,
@@ -19,9 +19,9 @@ from tests.factories import (
     StepFactory,
     grant_root,
 )
-from tests.processes.test_api_lifecycle import error, post, register
 
-pytestmark = pytest.mark.django_db
+# backends: the lists' filters and ordering: queries (docs/testing.md).
+pytestmark = [pytest.mark.django_db, pytest.mark.backends]
 
 
 @pytest.fixture

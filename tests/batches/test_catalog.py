@@ -20,14 +20,14 @@ from django.utils import timezone
 
 from batches import catalog, locations
 from batches.models import CatalogState, HiveTable
-from tests.conftest import skip_unless_required
-from tests.factories import (
+from tests.helpers.factories import (
     BusDomainFactory,
     HiveTableFactory,
     InstanceExecFactory,
     StepFactory,
     TeamFactory,
 )
+from tests.helpers.machine import skip_unless_required
 
 ROOT = Path(__file__).resolve().parents[2]
 POSTGRES_JAR = Path("/usr/share/java/postgresql.jar")
@@ -228,7 +228,7 @@ def write_partition(location: Path, batch_id: int, rows: list[tuple[int, str]]) 
 
 
 def manage_env(var_dir: Path, **extra: str) -> dict[str, str]:
-    from tests.processes.workers import database_url
+    from tests.helpers.workers import database_url
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "BDRE_METASTORE"))}
     return env | {
@@ -526,9 +526,9 @@ def test_beat_checks_on_the_default_queue_and_not_at_all_when_the_catalog_is_off
 
 @pytest.mark.django_db
 def test_the_api_and_a_tables_lineage_page_show_its_catalog_name(team):
-    from tests.api import api_as
-    from tests.factories import LineageNodeFactory
-    from tests.ui.conftest import client_as
+    from tests.helpers.api import api_as
+    from tests.helpers.factories import LineageNodeFactory
+    from tests.helpers.pages import client_as
 
     table = HiveTableFactory(bus_domain=team.application, dbname="Lake", table_name="Out")
     name = f"t{team.group.pk}_lake.out"

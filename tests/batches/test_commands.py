@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from batches.models import BatchConsumpQueue, BatchState
-from tests.processes.conftest import landed
-from tests.processes.test_commands import cli, cli_error
+from tests.helpers.commands import cli, cli_error
+from tests.helpers.lifecycle import landed
 
 pytestmark = pytest.mark.django_db
 

@@ -16,25 +16,13 @@ from batches.locations import LocationRefused, check_location, normalise, team_l
 from batches.models import Batch, File
 from processes import orchestrator
 from processes.models import ExecState, InstanceExec, Process, ProcessLog, Property, Server
-from processes.registry import StepSpec, create_job
-from tests.api import api_as
-from tests.factories import JOB_TYPE, ServerFactory, UserFactory, grant_root
+from processes.registry import StepSpec
+from tests.helpers.api import api_as
+from tests.helpers.factories import ServerFactory, UserFactory, grant_root
+from tests.helpers.jobs import build_job
 
 pytestmark = pytest.mark.django_db
 SCAN, EXPORT = "generic-scan", "generic-export"
-
-
-@pytest.fixture
-def make_job(team):
-    def make(name: str, upstream: list[Process] | None = None) -> Process:
-        return create_job(
-            bus_domain=team.application,
-            name=name,
-            process_type_id=JOB_TYPE,
-            steps=[StepSpec(f"{name}_step", 51, upstream=[u.pk for u in upstream or []])],
-        )
-
-    return make
 
 
 def pipeline(team, kind: str, properties: dict, name: str = "grab") -> dict:
@@ -155,11 +143,10 @@ def test_normalise_resolves_dots_and_file_uris_to_one_path(tmp_path):
 
 
 def test_a_scan_location_changed_behind_the_registry_fails_the_step_before_it_lists(team):
-    job = create_job(
-        bus_domain=team.application,
-        name="ingest",
-        process_type_id=JOB_TYPE,
-        steps=[
+    job = build_job(
+        team,
+        "ingest",
+        [
             StepSpec(
                 "scan",
                 52,
@@ -244,7 +231,7 @@ def test_a_file_registered_by_another_team_in_its_own_folder_is_never_revealed(t
         file_hash="h",
         creation_ts=timezone.now(),
     )
-    from tests.factories import JobFactory, StepFactory
+    from tests.helpers.factories import JobFactory, StepFactory
 
     mine = JobFactory(bus_domain=team.other_application)
     StepFactory(parent=mine)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from batches.models import Batch, BatchState, BatchStatus
-from tests.processes.test_master_data import rows
+from tests.helpers.database import rows
 
 pytestmark = pytest.mark.django_db
 

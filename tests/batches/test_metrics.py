@@ -6,24 +6,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.test import Client
 from django.utils import timezone
-from prometheus_client.parser import text_string_to_metric_families
 
 from batches.models import BatchState
-from tests.factories import QueueRowFactory
+from tests.helpers.factories import QueueRowFactory
+from tests.helpers.metrics import scrape
 
 pytestmark = pytest.mark.django_db
-
-
-def scrape() -> dict[tuple[str, frozenset], float]:
-    response = Client().get("/metrics")
-    assert response.status_code == 200, response.content
-    return {
-        (s.name, frozenset(s.labels.items())): s.value
-        for family in text_string_to_metric_families(response.content.decode())
-        for s in family.samples
-    }
 
 
 def test_depth_lag_and_dead_letters_of_a_consuming_step(team, make_job):
@@ -64,17 +53,11 @@ def test_an_empty_consumer_reports_zeros_and_a_job_without_upstream_nothing(team
 
 
 def test_two_teams_steps_of_one_name_are_two_series(team, make_job):
-    from processes.registry import StepSpec, create_job
-    from tests.factories import JOB_TYPE, STEP_TYPE
+    from tests.helpers.jobs import build_job
 
     upstream = make_job("feed")
     mine = make_job("orders", upstream=[upstream])
-    theirs = create_job(
-        bus_domain=team.other_application,
-        name="orders",
-        process_type_id=JOB_TYPE,
-        steps=[StepSpec("orders_s1", STEP_TYPE)],
-    )
+    theirs = build_job(team.other_application, "orders")  # its one step: orders_s1
     QueueRowFactory(process=mine.steps.get())
     QueueRowFactory(process=theirs.steps.get())
     found = scrape()

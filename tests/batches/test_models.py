@@ -5,16 +5,17 @@ from __future__ import annotations
 import pytest
 
 from batches.models import File
-from tests.factories import (
+from tests.helpers.database import rejected
+from tests.helpers.factories import (
     BatchFactory,
     FileFactory,
     QueueRowFactory,
     ServerFactory,
     TeamFactory,
 )
-from tests.processes.test_models import rejected
 
-pytestmark = pytest.mark.django_db
+# backends: constraints (docs/testing.md).
+pytestmark = [pytest.mark.django_db, pytest.mark.backends]
 
 
 def test_a_file_is_registered_once_per_team_server_path_and_hash():

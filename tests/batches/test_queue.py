@@ -9,10 +9,10 @@ from django.utils import timezone
 from batches import queue
 from batches.models import Batch, BatchState
 from processes import lifecycle
-from tests.processes.conftest import landed, steps_of
-from tests.processes.test_lifecycle import code_of, feed, queued, run_job
+from tests.helpers.lifecycle import code_of, feed, landed, queued, run_job, steps_of
 
-pytestmark = pytest.mark.django_db
+# backends: the queue's conditional updates and ordering (docs/testing.md).
+pytestmark = [pytest.mark.django_db, pytest.mark.backends]
 
 
 def test_errors_113_and_114_from_files_between(make_job):

@@ -12,9 +12,9 @@ from django.core.exceptions import ValidationError
 
 from batches import tables
 from batches.models import HiveTable, TableShare
-from processes.registry import StepSpec, create_job
-from tests.api import api_as
-from tests.factories import JOB_TYPE
+from processes.registry import StepSpec
+from tests.helpers.api import api_as
+from tests.helpers.jobs import build_job
 
 pytestmark = pytest.mark.django_db
 
@@ -168,9 +168,4 @@ def test_an_admin_revokes_a_share_and_the_team_shared_with_cannot(team):
 )
 def test_a_table_name_that_would_climb_out_is_refused_at_registration(team, kind, properties):
     with pytest.raises(ValidationError, match="letters, digits"):
-        create_job(
-            bus_domain=team.application,
-            name="climber",
-            process_type_id=JOB_TYPE,
-            steps=[StepSpec("climber_0", kind, properties=properties)],
-        )
+        build_job(team, "climber", [StepSpec("climber_0", kind, properties=properties)])

@@ -10,7 +10,7 @@ from bdre.access import can, role_in, scope, team_of, teams
 from bdre.models import Role
 from lineage.models import LineageNode
 from processes.models import BusDomain, InstanceExec, Process, Server
-from tests.factories import (
+from tests.helpers.factories import (
     BatchFactory,
     FileFactory,
     InstanceExecFactory,
@@ -22,6 +22,9 @@ from tests.factories import (
     StepFactory,
     UserFactory,
 )
+
+# backends: the one selector, scope(), is queries (docs/testing.md).
+pytestmark = pytest.mark.backends
 
 
 @pytest.fixture

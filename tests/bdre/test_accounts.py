@@ -14,8 +14,8 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from bdre.models import ApiToken
-from tests.api import api_as
-from tests.factories import TEST_PASSWORD
+from tests.helpers.api import api_as
+from tests.helpers.factories import TEST_PASSWORD
 
 pytestmark = pytest.mark.django_db
 

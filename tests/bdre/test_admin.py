@@ -11,8 +11,8 @@ from django.contrib.auth.models import Permission
 from batches.models import BatchConsumpQueue, BatchState
 from bdre.models import Membership
 from processes.models import ExecState, InstanceExec, Process
-from tests.conftest import url
-from tests.factories import (
+from tests.helpers.admin import url
+from tests.helpers.factories import (
     FileFactory,
     InstanceExecFactory,
     JobFactory,
@@ -107,7 +107,7 @@ def test_staff_who_are_not_superusers_get_no_admin_page(client, team):
 
 
 def test_staff_who_are_not_superusers_are_told_why_at_the_admin_log_in(client, team):
-    from tests.factories import TEST_PASSWORD
+    from tests.helpers.factories import TEST_PASSWORD
 
     team.admin.is_staff = True
     team.admin.save()

@@ -11,13 +11,12 @@ from django.db import connection
 
 from processes import schedules
 from processes.models import Process, Property
-from tests.api import api_as
-from tests.factories import JOB_TYPE, JobFactory, StepFactory
-from tests.processes.conftest import landed
+from tests.helpers.api import api_as
+from tests.helpers.factories import JobFactory, StepFactory
+from tests.helpers.jobs import CALL, JOB_TYPE
+from tests.helpers.lifecycle import landed
 
 pytestmark = pytest.mark.django_db
-
-CALL = 51  # python.callable
 
 
 def pipeline(name="orders", **properties):

@@ -12,7 +12,7 @@ from queue import Empty
 
 import pytest
 
-from tests.bdre.broker_clients import Clients, ids_in, wait_until
+from tests.helpers.broker_clients import Clients, ids_in, wait_until
 
 
 def embedded_env(var: Path) -> dict[str, str]:

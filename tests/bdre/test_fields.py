@@ -11,12 +11,12 @@ from rest_framework.test import APIClient
 
 from bdre.fields import UnreadableSecret
 from processes.models import Server
-from tests.api import api_as
-from tests.factories import ServerFactory
+from tests.helpers.api import api_as
+from tests.helpers.factories import ServerFactory
+from tests.helpers.servers import PASSWORD, lose_key_of
 
 pytestmark = pytest.mark.django_db
 
-PASSWORD = "correct-horse-battery-staple"
 KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END"
 
 
@@ -84,18 +84,6 @@ def test_secrets_cannot_be_searched_in_sql():
 
 
 # --- a row that no key can read (issue 18) ----------------------------------------------
-
-
-def lose_key_of(settings, *servers: Server) -> str:
-    """Encrypts the servers' secrets with a key that is then dropped from the settings, as a
-    row restored from a backup of another installation, or a key removed too early."""
-    kept = settings.FIELD_ENCRYPTION_KEY
-    settings.FIELD_ENCRYPTION_KEY = Fernet.generate_key().decode()
-    for server in servers:
-        server.login_password = PASSWORD
-        server.save()
-    settings.FIELD_ENCRYPTION_KEY = kept
-    return kept
 
 
 def test_one_unreadable_row_does_not_break_the_servers_list(settings, team):

@@ -14,12 +14,13 @@ from django.utils import timezone
 from bdre import teams as services
 from bdre.models import Invitation, Membership, Role
 from processes.models import Process, ProcessTemplate
-from processes.registry import StepSpec, create_job
-from tests.api import api_as
-from tests.factories import JOB_TYPE, STEP_TYPE, BusDomainFactory, MembershipFactory
-from tests.ui.conftest import client_as
+from tests.helpers.api import api_as
+from tests.helpers.factories import BusDomainFactory, MembershipFactory
+from tests.helpers.jobs import build_job
+from tests.helpers.pages import client_as
 
-pytestmark = pytest.mark.django_db
+# backends: an invitation accepted once: constraints (docs/testing.md).
+pytestmark = [pytest.mark.django_db, pytest.mark.backends]
 
 INVITE = "/api/v1/invitations/"
 
@@ -291,18 +292,8 @@ def test_joining_a_second_team_does_not_break_registering_in_the_first(team):
 def test_upstream_jobs_and_templates_resolve_within_the_named_team(team):
     MembershipFactory(user=team.developer, team=team.other_group, role=Role.DEVELOPER)
     BusDomainFactory(name="web", team=team.other_group)
-    ours = create_job(
-        bus_domain=team.application,
-        name="orders",
-        process_type_id=JOB_TYPE,
-        steps=[StepSpec("orders_s1", STEP_TYPE)],
-    )
-    create_job(
-        bus_domain=team.other_application,
-        name="orders",
-        process_type_id=JOB_TYPE,
-        steps=[StepSpec("orders_s1", STEP_TYPE)],
-    )
+    ours = build_job(team, "orders")
+    build_job(team.other_application, "orders")
     dev = api_as(team.developer)
     document = _pipeline("web", "report", "analytics")
     document["steps"][0]["upstream"] = ["orders"]

@@ -16,7 +16,7 @@ import pytest
 from bdre.jsonlog import JsonFormatter, RunIdsFilter, run_context
 from processes import orchestrator
 from processes.models import InstanceExec
-from tests.processes.conftest import callable_step, job_of
+from tests.helpers.jobs import build_job, callable_step
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,7 +38,7 @@ def json_lines():
 
 @pytest.mark.django_db
 def test_lines_logged_during_a_step_run_carry_its_run_and_step_ids(team, json_lines):
-    job = job_of(
+    job = build_job(
         team,
         "chatty",
         [

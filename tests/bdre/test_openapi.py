@@ -36,10 +36,8 @@ from processes.models import (
     Property,
     Server,
 )
-from processes.registry import StepSpec, create_job
-from tests.api import api_as
-from tests.factories import (
-    JOB_TYPE,
+from tests.helpers.api import api_as
+from tests.helpers.factories import (
     FileFactory,
     JobFactory,
     LineageQueryFactory,
@@ -47,8 +45,7 @@ from tests.factories import (
     ServerFactory,
     StepFactory,
 )
-
-CALL = 51  # python.callable
+from tests.helpers.jobs import build_job, callable_step
 
 EXAMPLES = int(os.environ.get("BDRE_FUZZ_EXAMPLES", "8"))
 
@@ -167,16 +164,11 @@ def world(team, connection_kept):
     job that ran (runs, logs, batches), a job downstream of it that consumed one of its
     batches (archive rows) and has another queued, schedules (timed and on upstream only),
     a template, a file, a server and the lineage of a query; and a job of another team."""
-    sleep = {"callable": {"path": "tests.processes.callables.sleep"}}
-    steps = [StepSpec(name, CALL, properties=sleep) for name in ("clicks_load", "clicks_report")]
-    clicks = create_job(
-        bus_domain=team.application, name="clicks", process_type_id=JOB_TYPE, steps=steps
-    )
-    sessions = create_job(
-        bus_domain=team.application,
-        name="sessions",
-        process_type_id=JOB_TYPE,
-        steps=[StepSpec("sessions_build", CALL, upstream=[clicks.pk], properties=sleep)],
+    sleep = "tests.processes.callables.sleep"
+    steps = [callable_step(name, sleep) for name in ("clicks_load", "clicks_report")]
+    clicks = build_job(team, "clicks", steps)
+    sessions = build_job(
+        team, "sessions", [callable_step("sessions_build", sleep, upstream=[clicks])]
     )
     outcome = orchestrator.run_job(clicks.pk)
     orchestrator.run_job(sessions.pk)  # consumes the batch of clicks: archive rows
@@ -211,6 +203,9 @@ def world(team, connection_kept):
     REAL_IDS.clear()
 
 
+# backends: what the fuzzer sends (NUL bytes, huge numbers, odd text) is what one database
+# stores and another refuses (docs/testing.md).
+@pytest.mark.backends
 @schema.parametrize()
 @settings(
     max_examples=EXAMPLES,

@@ -16,7 +16,7 @@ import pytest
 
 from bdre import spark_cluster
 from processes.jobs.spark_session import SANDBOX_CONF, connect_channel, effective_conf
-from tests.processes.jobs.test_spark_jvm_env import SECRETS, command_line, environ, secrets_in
+from tests.helpers.jvm_env import SECRETS, command_line, environ, secrets_in
 
 pytestmark = pytest.mark.cluster
 TOKEN = "the-servers-token-3f9c"

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from bdre.models import Membership, Role
-from tests.api import api_as
-from tests.factories import UserFactory
+from tests.helpers.api import api_as
+from tests.helpers.factories import UserFactory
 
-pytestmark = pytest.mark.django_db
+# backends: memberships: constraints and the selector's queries (docs/testing.md).
+pytestmark = [pytest.mark.django_db, pytest.mark.backends]
 
 
 def test_a_user_sees_his_teams_with_his_role(team):

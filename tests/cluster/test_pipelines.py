@@ -1,17 +1,14 @@
 """The same pipelines on a standalone cluster and through Spark Connect as on local[2].
 
-`make demo`'s pipeline (ingest, shred with the four deduplication strategies, sql) runs on
-the cluster and through Connect, and every table it writes holds the same rows as the
-local[2] run's. Then the Spark tests of what the demo does not run are run again, in a
-pytest of its own whose session is the cluster's or the Connect server's
-(``BDRE_TEST_SPARK``, tests/conftest.py): the same assertions, so the same rows. On the
-standalone cluster those are the load, cleanse and export steps (what differs there is the
-executors: Python shipped to them, reads and writes from another process); through Connect,
-where the session is the server's, also the Spark SQL sandbox, the team boundaries of
-spark.sql, per-step Spark options, the progress a step logs and the catalog. The rest of the
-Spark tests (each deduplication strategy's edge cases, retries) run on local[2] only: the
-demo exercises their code on both targets, and a full re-run on each took 10 minutes of CI's
-30."""
+`make demo`'s pipeline (every step kind: ingest, shred with the four deduplication
+strategies, Spark SQL, export, and the page list's load and cleanse) runs on the cluster and
+through Connect, and every table it writes holds the same rows as the local[2] run's. Then a
+representative Spark test of each step kind is run again, in a pytest of its own whose
+session is the cluster's or the Connect server's (``BDRE_TEST_SPARK``, tests/conftest.py):
+the same assertions, so the same rows; through Connect, where the session is the server's,
+also what Connect changes (the `connect` marker). The rest of the Spark tests run on
+local[2] only: each is about a transform or a step body, which the target does not change,
+and the demo runs their code on both targets (docs/testing.md)."""
 
 from __future__ import annotations
 
@@ -24,25 +21,23 @@ import sys
 import pytest
 from django.conf import settings
 
-from tests.demo_runs import ROOT, run_demo
+from tests.helpers.demo_runs import ROOT, run_demo
+from tests.helpers.machine import MACHINE_PART_MISSING
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
+# Run again in a pytest of its own on each target: a representative test of each step kind
+# (the `representative` marker) everywhere, and through Connect what Connect changes
+# (`connect`: the server's sandbox, per-step options, team boundaries in its shared catalog,
+# the progress a step logs).
 SPARK_TESTS = {
-    "standalone": ["tests/processes/jobs/test_spark_kinds.py"],
-    "connect": [
-        "tests/processes/jobs/test_spark_kinds.py",
-        "tests/processes/jobs/test_spark_sql_sandbox.py",
-        "tests/processes/jobs/test_table_ownership.py",
-        "tests/processes/jobs/test_spark_step_options.py",
-        "tests/processes/jobs/test_spark_progress.py",
-        "tests/batches/test_catalog.py",
-    ],
+    "standalone": "representative",
+    "connect": "representative or connect",
 }
 
 
 def run_spark_tests(
-    target: str, var_dir, tests: list[str]
+    target: str, var_dir, selection: str
 ) -> tuple[subprocess.CompletedProcess[str], dict]:
     # On the embedded default (SQLite): the test database of this session is not shared.
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
@@ -51,7 +46,7 @@ def run_spark_tests(
     env.setdefault("BDRE_SPARK_JARS_DIR", settings.BDRE_SPARK_JARS_DIR)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m",
-         "spark and not worker and not cluster", *tests],
+         f"spark and not worker and not cluster and ({selection})", "tests/processes/jobs"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500,
     )  # fmt: skip
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
@@ -61,20 +56,23 @@ def run_spark_tests(
     return done, counts
 
 
-def check_spark_tests(target: str, var_dir, tests: list[str], at_least: int) -> None:
-    done, counts = run_spark_tests(target, var_dir, tests)
+def check_spark_tests(target: str, var_dir, selection: str, at_least: int) -> None:
+    done, counts = run_spark_tests(target, var_dir, selection)
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
     assert counts.get("passed", 0) >= at_least, done.stdout[-2000:]
     # Only the one_jvm_only tests (an in-memory Derby database, S3A settings changed in the
-    # driver's JVM while it runs) may be passed over.
+    # driver's JVM while it runs) may be passed over, and, on a machine that lacks a part a
+    # test needs (Debian's JDBC driver, say), that test: where everything is required (CI),
+    # it failed instead.
     skipped = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]
     listed = sum(int(n) for n in re.findall(r"^SKIPPED \[(\d+)\]", "\n".join(skipped), re.M))
     assert listed == counts.get("skipped", 0), done.stdout[-2000:]
-    assert all("needs Spark in this process's JVM" in line for line in skipped), skipped
+    accepted = ("needs Spark in this process's JVM", MACHINE_PART_MISSING)
+    assert all(any(reason in line for reason in accepted) for line in skipped), skipped
 
 
 def test_the_spark_tests_pass_on_a_standalone_cluster(standalone, tmp_path):
-    check_spark_tests(standalone.master_url, tmp_path / "var", SPARK_TESTS["standalone"], 4)
+    check_spark_tests(standalone.master_url, tmp_path / "var", SPARK_TESTS["standalone"], 3)
 
 
 # The order of these tests matters: the Connect server (a session fixture, started by the first
@@ -103,7 +101,7 @@ def test_the_demo_pipeline_writes_the_same_rows_as_on_local(target, local_demo, 
 
 
 def test_the_spark_tests_pass_through_spark_connect(connect_server, tmp_path):
-    check_spark_tests(connect_server.remote_url, tmp_path / "var", SPARK_TESTS["connect"], 50)
+    check_spark_tests(connect_server.remote_url, tmp_path / "var", SPARK_TESTS["connect"], 20)
 
 
 def application_ids(run) -> set[str]:

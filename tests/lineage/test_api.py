@@ -9,10 +9,11 @@ import pytest
 
 from batches.models import HiveTable
 from lineage.models import LineageNode, LineageQuery
-from tests.api import api_as
-from tests.factories import BatchFactory, FileFactory, JobFactory, StepFactory
+from tests.helpers.api import api_as
+from tests.helpers.factories import BatchFactory, FileFactory, JobFactory, StepFactory
 
-pytestmark = pytest.mark.django_db
+# backends: the lists' filters and searches: queries (docs/testing.md).
+pytestmark = [pytest.mark.django_db, pytest.mark.backends]
 
 ORDERS = "struct<id:int,customer_id:int,amount:double,tags:map<string,array<string>>>"
 

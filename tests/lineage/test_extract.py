@@ -13,6 +13,7 @@ from lineage.extract import (
     record_query,
 )
 from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind, QueryKind
+from tests.helpers.lineage import deeply_nested
 
 SCHEMA = {
     "lake": {
@@ -293,10 +294,6 @@ def test_a_query_that_cannot_be_parsed_is_kept_with_the_reason():
     assert query.parse_error.startswith("cannot parse")
     assert "\x1b" not in query.parse_error
     assert not query.relations.exists()
-
-
-def deeply_nested(levels: int = 120) -> str:
-    return "SELECT " + "(" * levels + "amount" + ")" * levels + " AS a FROM lake.orders"
 
 
 def test_a_statement_nested_too_deeply_says_what_to_fix():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lineage.models import LineageNodeType, LineageQueryType, NodeKind, QueryKind
-from tests.processes.test_master_data import rows
+from tests.helpers.database import rows
 
 pytestmark = pytest.mark.django_db
 

@@ -6,15 +6,16 @@ from __future__ import annotations
 import pytest
 
 from lineage.models import NodeKind
-from tests.factories import (
+from tests.helpers.database import rejected
+from tests.helpers.factories import (
     LineageNodeFactory,
     LineageQueryFactory,
     LineageRelationFactory,
     TeamFactory,
 )
-from tests.processes.test_models import rejected
 
-pytestmark = pytest.mark.django_db
+# backends: constraints (docs/testing.md).
+pytestmark = [pytest.mark.django_db, pytest.mark.backends]
 
 
 def test_a_table_node_exists_once():

@@ -21,10 +21,8 @@ from lineage import openlineage
 from lineage.models import LineageNode, NodeKind
 from processes import lifecycle, orchestrator
 from processes.models import ExecState
-from processes.registry import StepSpec, create_job
-from tests.bdre.test_settings import run_django
-from tests.factories import (
-    JOB_TYPE,
+from tests.helpers.django_process import run_django
+from tests.helpers.factories import (
     BatchFactory,
     FileFactory,
     InstanceExecFactory,
@@ -34,23 +32,11 @@ from tests.factories import (
     QueueRowFactory,
     StepFactory,
 )
-from tests.lineage.openlineage_schema import Invalid, validate_run_event
+from tests.helpers.jobs import EXPORT, LOAD, build_job, callable_step
+from tests.helpers.openlineage_schema import Invalid, validate_run_event
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
-CALL = 51
-LOAD = 53  # spark.load inside a generic job
-EXPORT = 57  # spark.export inside a generic job
 SLEEP = "tests.processes.callables.sleep"
-
-
-def callable_step(name: str, path: str = SLEEP, **test: str) -> StepSpec:
-    return StepSpec(name, CALL, properties={"callable": {"path": path}, "test": test})
-
-
-def job_of(team, name: str, *steps: StepSpec):
-    return create_job(
-        bus_domain=team.application, name=name, process_type_id=JOB_TYPE, steps=list(steps)
-    )
 
 
 def lines_of(path) -> list[dict]:
@@ -71,7 +57,7 @@ def summary(events: list[dict]) -> list[tuple[str, str]]:
 
 
 def test_a_run_says_start_and_complete_for_the_job_and_each_step(team, events):
-    job = job_of(team, "clicks", callable_step("load"), callable_step("report"))
+    job = build_job(team, "clicks", [callable_step("load", SLEEP), callable_step("report", SLEEP)])
     outcome = orchestrator.run_job(job.pk)
     assert outcome.succeeded
     sent = events()
@@ -104,12 +90,14 @@ def test_a_run_says_start_and_complete_for_the_job_and_each_step(team, events):
 
 
 def test_a_failing_step_fails_the_step_and_the_job_with_the_error(team, events, tmp_path):
-    job = job_of(
+    job = build_job(
         team,
         "flaky",
-        callable_step(
-            "fragile", "tests.processes.callables.fail_until_flag", flag=str(tmp_path / "f")
-        ),
+        [
+            callable_step(
+                "fragile", "tests.processes.callables.fail_until_flag", flag=str(tmp_path / "f")
+            )
+        ],
     )
     assert not orchestrator.run_job(job.pk).succeeded
     sent = events()
@@ -127,7 +115,7 @@ def test_a_failing_step_fails_the_step_and_the_job_with_the_error(team, events, 
 
 
 def test_a_terminated_run_fails_its_running_step_and_itself(team, events):
-    job = job_of(team, "stopped", callable_step("busy"))
+    job = build_job(team, "stopped", [callable_step("busy", SLEEP)])
     started = orchestrator.start(job.pk)
     lifecycle.init_step(started.ready[0], instance_exec_id=started.instance_exec_id)
     orchestrator.terminate(job.pk, "wrong input")
@@ -165,8 +153,8 @@ def test_a_killed_run_says_abort_for_the_job_and_the_step(events):
 
 
 def test_a_call_that_rolls_back_sends_nothing(team, events):
-    upstream = job_of(team, "source", callable_step("emit"))
-    job = job_of(team, "consumer", StepSpec("take", CALL, upstream=[upstream.pk]))
+    upstream = build_job(team, "source", [callable_step("emit", SLEEP)])
+    job = build_job(team, "consumer", [callable_step("take", upstream=[upstream])])
     with pytest.raises(BdreError):
         lifecycle.init_job(job.pk)  # nothing queued: 105, and the transaction rolls back
     assert events() == []
@@ -177,7 +165,7 @@ def test_nothing_is_sent_when_no_destination_is_set(team, settings, tmp_path):
     settings.OPENLINEAGE_URL = ""
     settings.OPENLINEAGE_TRANSPORT = []
     assert not openlineage.enabled()
-    job = job_of(team, "quiet", callable_step("only"))
+    job = build_job(team, "quiet", [callable_step("only", SLEEP)])
     assert orchestrator.run_job(job.pk).succeeded
     assert list(tmp_path.iterdir()) == []
 
@@ -205,7 +193,7 @@ def table(name: str, team_id: int) -> LineageNode:
 def test_any_step_with_column_relations_gets_the_column_lineage_facet(team, events):
     """Not only SQL steps: a load's recorded relations (file columns into table columns)
     become the columnLineage of the table it wrote."""
-    job = job_of(team, "ingest", callable_step("only"))
+    job = build_job(team, "ingest", [callable_step("only", SLEEP)])
     step = job.steps.get()
     step.process_type_id = LOAD
     step.save(update_fields=["process_type"])
@@ -253,7 +241,7 @@ def test_any_step_with_column_relations_gets_the_column_lineage_facet(team, even
 def test_a_load_from_object_storage_names_its_input_by_bucket_and_folder(team, events):
     """The claimed files' folders are the load's inputs: an ``s3://`` file's folder keeps
     its scheme's two slashes (a path library would make it ``s3:/bucket``, a local path)."""
-    job = job_of(team, "ingest", callable_step("only"))
+    job = build_job(team, "ingest", [callable_step("only", SLEEP)])
     step = job.steps.get()
     step.process_type_id = LOAD
     step.save(update_fields=["process_type"])
@@ -350,7 +338,7 @@ def endpoint(settings):
 
 
 def test_events_are_posted_to_an_http_endpoint_with_the_api_key(team, endpoint):
-    job = job_of(team, "posted", callable_step("only"))
+    job = build_job(team, "posted", [callable_step("only", SLEEP)])
     assert orchestrator.run_job(job.pk).succeeded
     assert [(b["job"]["name"], b["eventType"]) for _, _, b in endpoint] == [
         ("posted", "START"),
@@ -368,7 +356,7 @@ def test_events_are_posted_to_an_http_endpoint_with_the_api_key(team, endpoint):
 def test_an_endpoint_that_answers_503_gets_the_event_again(team, endpoint, settings):
     settings.OPENLINEAGE_RETRIES = 1
     Collector.refuse = 1
-    job = job_of(team, "retried", callable_step("only"))
+    job = build_job(team, "retried", [callable_step("only", SLEEP)])
     assert orchestrator.run_job(job.pk).succeeded
     assert [b["eventType"] for _, _, b in endpoint] == ["START", "START", "COMPLETE", "COMPLETE"]
 
@@ -379,7 +367,7 @@ def test_an_endpoint_that_is_down_never_fails_the_run(team, settings, caplog):
     settings.OPENLINEAGE_URL = "http://127.0.0.1:9/api/v1/lineage"  # discard port: refused
     settings.OPENLINEAGE_TIMEOUT = 1.0
     settings.OPENLINEAGE_RETRIES = 0
-    job = job_of(team, "unheard", callable_step("only"))
+    job = build_job(team, "unheard", [callable_step("only", SLEEP)])
     with caplog.at_level(logging.WARNING, logger="lineage.openlineage"):
         assert orchestrator.run_job(job.pk).succeeded
     undelivered = [r.getMessage() for r in caplog.records if "was not delivered" in r.getMessage()]
@@ -391,7 +379,7 @@ def test_the_console_transport_logs_each_event(team, settings, caplog):
     settings.OPENLINEAGE_FILE = ""
     settings.OPENLINEAGE_URL = ""
     settings.OPENLINEAGE_TRANSPORT = ["console"]
-    job = job_of(team, "logged", callable_step("only"))
+    job = build_job(team, "logged", [callable_step("only", SLEEP)])
     with caplog.at_level(logging.INFO, logger="openlineage.client.transport.console"):
         assert orchestrator.run_job(job.pk).succeeded
     logged = [
@@ -417,7 +405,7 @@ def test_several_transports_each_get_every_event_even_when_one_is_down(
     settings.OPENLINEAGE_RETRIES = 0
     settings.OPENLINEAGE_FILE = str(path)
     settings.OPENLINEAGE_TRANSPORT = ["http", "file"]
-    job = job_of(team, "both", callable_step("only"))
+    job = build_job(team, "both", [callable_step("only", SLEEP)])
     with caplog.at_level(logging.WARNING):
         assert orchestrator.run_job(job.pk).succeeded
     assert summary(lines_of(path)) == [
@@ -440,7 +428,7 @@ def test_the_clients_own_configuration_is_used_when_bdre_names_no_transport(
     config.write_text(f"transport:\n  type: file\n  log_file_path: {path}\n  append: true\n")
     monkeypatch.setenv("OPENLINEAGE_CONFIG", str(config))
     assert openlineage.enabled()
-    job = job_of(team, "configured", callable_step("only"))
+    job = build_job(team, "configured", [callable_step("only", SLEEP)])
     assert orchestrator.run_job(job.pk).succeeded
     assert [e["eventType"] for e in lines_of(path)] == ["START", "START", "COMPLETE", "COMPLETE"]
 
@@ -471,7 +459,7 @@ def _append(event, name: str, count: int) -> None:
 def test_workers_appending_to_one_file_keep_every_event_whole(team, events, settings):
     """Events from several processes at once, each longer than a pipe or a page: every
     line is one whole event."""
-    job = job_of(team, "wide", callable_step("only"))
+    job = build_job(team, "wide", [callable_step("only", SLEEP)])
     run = InstanceExecFactory(process=job)
     event = openlineage.build_event(run.pk, "START")
     inputs = [
@@ -516,7 +504,7 @@ def test_a_transport_setting_that_cannot_work_stops_the_start(environment, error
 
 
 def test_the_validator_refuses_a_broken_event(team, events):
-    job = job_of(team, "checked", callable_step("only"))
+    job = build_job(team, "checked", [callable_step("only", SLEEP)])
     orchestrator.run_job(job.pk)
     event = events()[0]
     for broken in (

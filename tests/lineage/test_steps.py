@@ -19,7 +19,7 @@ from lineage.steps import (
     record_step,
     table_name,
 )
-from tests.factories import InstanceExecFactory, JobFactory, StepFactory
+from tests.helpers.factories import InstanceExecFactory, JobFactory, StepFactory
 
 pytestmark = pytest.mark.django_db
 

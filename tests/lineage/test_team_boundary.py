@@ -15,15 +15,15 @@ from django.db.models import Q
 from batches.models import HiveTable
 from lineage.extract import record_query
 from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind, QueryKind
-from tests.api import api_as
-from tests.factories import (
+from tests.helpers.api import api_as
+from tests.helpers.factories import (
     JobFactory,
     LineageNodeFactory,
     LineageQueryFactory,
     LineageRelationFactory,
     StepFactory,
 )
-from tests.ui.conftest import client_as
+from tests.helpers.pages import client_as
 
 pytestmark = pytest.mark.django_db
 

@@ -4,28 +4,14 @@ the commands, and a server's secrets are never shown."""
 from __future__ import annotations
 
 import pytest
-from django.urls import reverse
 
 from processes import lifecycle, schedules
-from processes.models import ExecState, InstanceExec, Process, Server
+from processes.models import ExecState, InstanceExec, Server
 from processes.schedules import Schedule
-from tests.conftest import action, url
-from tests.factories import InstanceExecFactory, JobFactory, ServerFactory
+from tests.helpers.admin import act, action, texts, url
+from tests.helpers.factories import InstanceExecFactory, JobFactory, ServerFactory
 
 pytestmark = pytest.mark.django_db
-CHANGELIST = reverse("admin:processes_process_changelist")
-
-
-def act(client, action: str, *jobs: Process):
-    return client.post(
-        CHANGELIST,
-        {"action": action, "_selected_action": [j.pk for j in jobs]},
-        follow=True,
-    )
-
-
-def texts(response) -> list[str]:
-    return [str(m) for m in response.context["messages"]]
 
 
 def test_run_now_starts_each_selected_job(

@@ -10,37 +10,21 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from batches.locations import team_landing
 from batches.models import Batch, BatchConsumpQueue
 from bdre.models import ApiToken
 from processes import lifecycle
 from processes.models import ExecState, InstanceExec
-from tests.api import api_as
-from tests.factories import TEST_PASSWORD, InstanceExecFactory
-from tests.processes.conftest import landed, steps_of
+from tests.helpers.api import api_as, error, post, register
+from tests.helpers.factories import TEST_PASSWORD, InstanceExecFactory
+from tests.helpers.lifecycle import landed, steps_of
 
-pytestmark = pytest.mark.django_db
-
-
-def post(client, path, body=None):
-    return client.post(f"/api/v1/{path}", body or {}, format="json")
+# backends: the lifecycle's locks and constraints through the API (docs/testing.md).
+pytestmark = [pytest.mark.django_db, pytest.mark.backends]
 
 
 @pytest.fixture
 def dev(team):
     return api_as(team.developer)
-
-
-def register(client, job, name, **extra):
-    body = {
-        "source_process_id": job.pk,
-        "path": str(team_landing(job.bus_domain.team_id) / name),
-        "file_size": 10,
-        "file_hash": name,
-        "creation_ts": "2026-11-20T10:00:00Z",
-        **extra,
-    }
-    return post(client, "files/register/", body)
 
 
 def test_token_is_issued_for_username_and_password(team):
@@ -102,13 +86,6 @@ def test_full_cycle_through_rest(dev, make_job):
 
     runs = dev.get("/api/v1/runs/", {"process": load.pk}).json()
     assert [r["exec_state_name"] for r in runs["results"]] == ["SUCCESS", "FAILED"]
-
-
-def error(response) -> tuple[int, int]:
-    body = response.json()
-    assert set(body) == {"code", "message"}, body
-    assert body["message"]
-    return response.status_code, body["code"]
 
 
 def test_every_lifecycle_error_through_rest(dev, team, make_job):
@@ -201,7 +178,7 @@ def test_roles_on_step_and_job_actions(team, make_job, role, expected):
 def test_lists_are_scoped_to_the_users_teams(team, make_job):
     mine = make_job("mine")
     lifecycle.init_job(mine.pk)
-    from tests.factories import JobFactory
+    from tests.helpers.factories import JobFactory
 
     theirs = JobFactory(bus_domain=team.other_application)
     InstanceExecFactory(process=theirs)

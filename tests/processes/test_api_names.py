@@ -21,11 +21,9 @@ from bdre.models import Role
 from lineage import openlineage
 from processes import registry
 from processes.models import BusDomain, Process, Server
-from processes.registry import StepSpec, create_job
-from tests.api import api_as
-from tests.factories import (
-    JOB_TYPE,
-    STEP_TYPE,
+from tests.helpers.api import api_as
+from tests.helpers.concurrency import in_children
+from tests.helpers.factories import (
     BusDomainFactory,
     InstanceExecFactory,
     JobFactory,
@@ -33,18 +31,10 @@ from tests.factories import (
     ServerFactory,
     UserFactory,
 )
-from tests.processes.test_concurrency import in_children
+from tests.helpers.jobs import JOB_TYPE, STEP_TYPE, build_job, callable_step
 
-pytestmark = pytest.mark.django_db
-
-
-def job_in(application: BusDomain, name: str = "orders", *steps: str) -> Process:
-    return create_job(
-        bus_domain=application,
-        name=name,
-        process_type_id=JOB_TYPE,
-        steps=[StepSpec(s, STEP_TYPE) for s in steps or (f"{name}_load",)],
-    )
+# backends: names unique per team: constraints and their races (docs/testing.md).
+pytestmark = [pytest.mark.django_db, pytest.mark.backends]
 
 
 @pytest.fixture
@@ -52,7 +42,7 @@ def theirs(team) -> Process:
     """The first team's job ``orders`` (step ``orders_load``) and server ``landing``: the
     names the other team's developer probes."""
     ServerFactory(team=team.group, name="landing")
-    return job_in(team.application)
+    return build_job(team.application, "orders", [callable_step("orders_load")])
 
 
 @pytest.fixture
@@ -115,8 +105,8 @@ def test_two_applications_of_one_name_are_refused_by_the_database_only_in_one_te
 def test_moving_an_application_into_a_team_where_its_job_names_are_taken_is_refused(team):
     # A member of both teams: he may see both teams' names.
     MembershipFactory(user=team.developer, team=team.other_group, role=Role.DEVELOPER)
-    job_in(team.application)
-    job_in(team.other_application)
+    build_job(team.application, "orders", [callable_step("orders_load")])
+    build_job(team.other_application, "orders", [callable_step("orders_load")])
     response = api_as(team.developer).patch(
         f"/api/v1/applications/{team.application.pk}/", {"team": team.other_group.pk}, format="json"
     )
@@ -149,7 +139,7 @@ def test_another_team_creates_a_job_and_a_step_named_like_ours(team, theirs, out
 
 
 def test_another_team_renames_its_job_like_ours(team, theirs, outsider):
-    mine = job_in(team.other_application, "returns")
+    mine = build_job(team.other_application, "returns", [callable_step("returns_load")])
     path = f"/api/v1/processes/{mine.pk}/"
     assert outsider.patch(path, {"name": "orders"}, format="json").status_code == 200
 
@@ -185,7 +175,7 @@ def test_another_team_makes_a_job_like_ours_from_a_template(team, theirs, outsid
 def test_a_job_name_taken_in_ones_own_team_is_a_400_naming_only_it(team, theirs, outsider):
     # The other team's own job, in one application; the duplicate in another one of its
     # applications: names are per team, not per application.
-    job_in(team.other_application, "orders")
+    build_job(team.other_application, "orders", [callable_step("orders_load")])
     second = BusDomainFactory(name="ads_eu", team=team.other_group)
     single = outsider.post(
         "/api/v1/processes/",
@@ -229,7 +219,7 @@ def test_an_application_named_like_another_teams_is_found_as_ones_own(team, thei
 
 
 def test_an_upstream_named_like_another_teams_job_is_ones_own(team, theirs, outsider):
-    own = job_in(team.other_application, "orders")
+    own = build_job(team.other_application, "orders", [callable_step("orders_load")])
     document = pipeline(team.other_application.name, "report", ["report_sum"])
     document["steps"][0]["upstream"] = ["orders"]
     response = outsider.post("/api/v1/processes/pipeline/", document, format="json")
@@ -241,7 +231,7 @@ def test_an_upstream_named_like_another_teams_job_is_ones_own(team, theirs, outs
 def test_a_name_two_of_ones_own_teams_use_asks_for_the_id(team, theirs):
     MembershipFactory(user=team.developer, team=team.other_group, role=Role.DEVELOPER)
     BusDomainFactory(name=team.application.name, team=team.other_group)
-    job_in(team.other_application, "orders")
+    build_job(team.other_application, "orders", [callable_step("orders_load")])
     dev = api_as(team.developer)
     document = pipeline("web", "clicks", ["clicks_load"])
     ambiguous = dev.post("/api/v1/processes/pipeline/", document, format="json")
@@ -260,7 +250,9 @@ def _register_at(application_id: int, start_at: float) -> str:
     connections.close_all()
     time.sleep(max(0.0, start_at - time.time()))
     try:
-        job_in(BusDomain.objects.get(pk=application_id))
+        build_job(
+            BusDomain.objects.get(pk=application_id), "orders", [callable_step("orders_load")]
+        )
         return "registered"
     except ValidationError as error:
         return error.message_dict["name"][0]
@@ -322,7 +314,7 @@ def test_another_team_registers_a_job_named_like_ours_on_the_page(team, theirs):
 
 
 def test_a_name_taken_in_ones_own_team_is_said_on_the_page_naming_only_it(team, theirs):
-    job_in(team.other_application, "orders")
+    build_job(team.other_application, "orders", [callable_step("orders_load")])
     answer = page_as(team.outsider).post("/jobs/new/", job_form(team.other_application))
     assert answer.status_code == 200
     assert answer.context["form"].errors["name"] == [
@@ -333,7 +325,7 @@ def test_a_name_taken_in_ones_own_team_is_said_on_the_page_naming_only_it(team, 
 def test_the_page_tells_apart_two_of_ones_teams_names_by_their_team(team, theirs):
     MembershipFactory(user=team.developer, team=team.other_group, role=Role.DEVELOPER)
     BusDomainFactory(name=team.application.name, team=team.other_group)
-    job_in(team.other_application, "orders")
+    build_job(team.other_application, "orders", [callable_step("orders_load")])
     page = page_as(team.developer).get("/jobs/new/").content.decode()
     for label in ("web (analytics)", "web (marketing)", "orders (analytics)", "orders (marketing)"):
         assert label in page
@@ -390,7 +382,7 @@ def test_a_server_name_taken_in_ones_own_team_is_a_400(team, theirs, their_admin
 
 
 def test_the_command_line_asks_for_the_team_when_two_teams_use_a_name(team, theirs, tmp_path):
-    own = job_in(team.other_application, "orders")
+    own = build_job(team.other_application, "orders", [callable_step("orders_load")])
     with pytest.raises(CommandError, match="--team"):
         call_command("export_job", "orders", stdout=None)
     out = tmp_path / "orders.json"
@@ -409,7 +401,7 @@ def test_the_command_line_asks_for_the_team_when_two_teams_use_a_name(team, thei
 
 
 def test_two_teams_jobs_of_one_name_are_two_openlineage_jobs(team, theirs):
-    own = job_in(team.other_application, "orders")
+    own = build_job(team.other_application, "orders", [callable_step("orders_load")])
     mine = openlineage.run_event(InstanceExecFactory(process=theirs).pk, "START")["job"]
     other = openlineage.run_event(InstanceExecFactory(process=own).pk, "START")["job"]
     assert mine["name"] == other["name"] == "orders"

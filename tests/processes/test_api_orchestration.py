@@ -6,7 +6,7 @@ import pytest
 
 from processes import lifecycle, schedules
 from processes.models import ExecState, InstanceExec
-from tests.api import api_as
+from tests.helpers.api import api_as
 
 pytestmark = pytest.mark.django_db
 

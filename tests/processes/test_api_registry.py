@@ -8,10 +8,12 @@ import pytest
 
 from processes import registry
 from processes.models import ExecState, InstanceExec, Process
-from tests.api import api_as
-from tests.factories import STEP_TYPE, JobFactory, StepFactory
+from tests.helpers.api import api_as
+from tests.helpers.factories import JobFactory, StepFactory
+from tests.helpers.jobs import STEP_TYPE
 
-pytestmark = pytest.mark.django_db
+# backends: the registry's constraints through the API (docs/testing.md).
+pytestmark = [pytest.mark.django_db, pytest.mark.backends]
 
 
 @pytest.fixture

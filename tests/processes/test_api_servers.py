@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from processes.models import Server
-from tests.api import api_as
-from tests.factories import ServerFactory
+from tests.helpers.api import api_as
+from tests.helpers.factories import ServerFactory
 
 pytestmark = pytest.mark.django_db
 

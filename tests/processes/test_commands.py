@@ -15,23 +15,11 @@ from batches.models import BatchConsumpQueue
 from bdre.errors import Code
 from processes import schedules
 from processes.models import InstanceExec, Property
-from tests.processes.conftest import landed, steps_of
-from tests.processes.jobs.test_python_callable import callable_job
+from tests.helpers.commands import cli, cli_error
+from tests.helpers.jobs import build_job, callable_step
+from tests.helpers.lifecycle import landed, steps_of
 
 pytestmark = pytest.mark.django_db
-
-
-def cli(*args: str) -> object:
-    out = io.StringIO()
-    call_command(*args, stdout=out)
-    return json.loads(out.getvalue())
-
-
-def cli_error(*args: str) -> tuple[int, dict]:
-    err = io.StringIO()
-    with pytest.raises(SystemExit) as excinfo:
-        call_command(*args, stderr=err, stdout=io.StringIO())
-    return excinfo.value.code, json.loads(err.getvalue())
 
 
 def test_a_whole_cycle_from_the_command_line(make_job):
@@ -86,7 +74,7 @@ def test_a_usage_error_exits_2_and_no_code_collides_with_it(make_job):
 
 
 def test_run_process_wait_exits_3_when_the_run_fails(team, make_job):
-    job = callable_job(team, "processes.examples.noop")
+    job = build_job(team, "tool", [callable_step("tool_call", "processes.examples.noop")])
     Property.objects.filter(process__parent=job, config_group="callable").update(
         value="tests.processes.callables.nothere"
     )
@@ -136,7 +124,7 @@ def test_terminate_process_fails_the_running_run_or_exits_105(make_job):
 
 
 def test_run_process_of_a_paused_job_exits_116_unless_forced(team, sent):
-    job = callable_job(team, "processes.examples.noop")
+    job = build_job(team, "tool", [callable_step("tool_call", "processes.examples.noop")])
     schedules.set_schedule(job.pk, schedules.Schedule(every_seconds=3600))
     schedules.pause(job.pk)
     for wait in ((), ("--wait",)):

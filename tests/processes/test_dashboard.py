@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from batches.models import ArchiveConsumpQueue, BatchState
 from processes import dashboard, schedules
 from processes.models import ExecState, Process
-from tests.factories import InstanceExecFactory, QueueRowFactory
+from tests.helpers.factories import InstanceExecFactory, QueueRowFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from django.core.management import call_command
 from batches.locations import team_landing
 from processes import demo
 from processes.models import Process
-from tests.conftest import url
+from tests.helpers.admin import url
 
 ROOT = Path(__file__).resolve().parents[2]
 JOBS = (

@@ -11,56 +11,14 @@ from django.utils import timezone
 
 from batches import queue
 from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState
-from bdre.errors import BdreError
 from processes import lifecycle
 from processes.models import ExecState, InstanceExec
-from tests.factories import InstanceExecFactory
-from tests.processes.conftest import landed, steps_of
+from tests.helpers.factories import InstanceExecFactory
+from tests.helpers.lifecycle import code_of, feed, landed, queued, run_job, steps_of
 
-pytestmark = pytest.mark.django_db
+# backends: conditional updates, row locks and constraints (docs/testing.md).
+pytestmark = [pytest.mark.django_db, pytest.mark.backends]
 Queue = BatchConsumpQueue
-
-
-def code_of(call, *args, **kwargs) -> int:
-    with pytest.raises(BdreError) as excinfo:
-        call(*args, **kwargs)
-    return int(excinfo.value.code)
-
-
-def run_job(job, max_batch=None, fail_step=None):
-    """A whole run: init_job, every step in order, halt_job (or term on ``fail_step``)."""
-    result = lifecycle.init_job(job.pk, max_batch)
-    for step in steps_of(job):
-        if step.pk in result.skipped_step_ids:
-            continue
-        lifecycle.init_step(step.pk)
-        if step == fail_step:
-            lifecycle.term_step(step.pk, "step broke")
-            lifecycle.term_job(job.pk, "step broke")
-            return result
-        lifecycle.halt_step(step.pk)
-    lifecycle.halt_job(job.pk)
-    return result
-
-
-def queued(step, state=None):
-    rows = Queue.objects.filter(process=step)
-    if state is not None:
-        rows = rows.filter(batch_state_id=state)
-    return list(rows.order_by("id"))
-
-
-def feed(job, step_marks: list[str]) -> list[int]:
-    """Run ``job`` (no upstream) once per marking, so each run queues one batch downstream."""
-    batches = []
-    for mark in step_marks:
-        result = lifecycle.init_job(job.pk)
-        for step in steps_of(job):
-            lifecycle.init_step(step.pk)
-            lifecycle.halt_step(step.pk)
-        lifecycle.halt_job(job.pk, mark)
-        batches.append(result.target_batch_id)
-    return batches
 
 
 # --- the two-job scenario -----------------------------------------------------------------
@@ -538,16 +496,14 @@ def test_after_max_retries_failed_runs_the_whole_batch_goes_to_the_dead_letter(m
 def test_a_failing_step_without_upstream_is_recovered_and_retried(make_job):
     """s1 reads upstream and succeeds, s2 reads nothing and fails: the re-run keeps the
     target batch, skips s1, and the retries are counted."""
-    from processes.registry import StepSpec, create_job
-    from tests.factories import JOB_TYPE, STEP_TYPE
+    from processes.registry import StepSpec
+    from tests.helpers.jobs import STEP_TYPE
 
     p1 = make_job("p1")
-    p2 = create_job(
-        bus_domain=p1.bus_domain,
-        name="p2",
-        process_type_id=JOB_TYPE,
+    p2 = make_job(
+        "p2",
+        [StepSpec("s1", STEP_TYPE, upstream=[p1.pk]), StepSpec("s2", STEP_TYPE)],
         max_retries=3,
-        steps=[StepSpec("s1", STEP_TYPE, upstream=[p1.pk]), StepSpec("s2", STEP_TYPE)],
     )
     feed(p1, ["2026-11-01"])
     s1, s2 = steps_of(p2)
@@ -586,15 +542,14 @@ def test_a_rerun_leaves_dead_letters_out(make_job):
 
 
 def test_recovery_resumes_after_the_last_recoverable_step(make_job):
-    from processes.registry import StepSpec, create_job
-    from tests.factories import JOB_TYPE, STEP_TYPE
+    from processes.registry import StepSpec
+    from tests.helpers.jobs import STEP_TYPE, build_job
 
     p1 = make_job("p1")
-    job = create_job(
-        bus_domain=p1.bus_domain,
-        name="chain",
-        process_type_id=JOB_TYPE,
-        steps=[
+    job = build_job(
+        p1.bus_domain,
+        "chain",
+        [
             StepSpec("a", STEP_TYPE, can_recover=False),
             StepSpec("b", STEP_TYPE, can_recover=True),
             StepSpec("c", STEP_TYPE),

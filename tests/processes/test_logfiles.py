@@ -17,9 +17,9 @@ from django_celery_beat.models import PeriodicTask
 
 from processes import logfiles, orchestrator, tasks
 from processes.models import ExecState, InstanceExec
-from tests.api import api_as
-from tests.processes.conftest import callable_step, job_of
-from tests.ui.conftest import client_as
+from tests.helpers.api import api_as
+from tests.helpers.jobs import build_job, callable_step
+from tests.helpers.pages import client_as
 
 pytestmark = pytest.mark.django_db
 TALK = "tests.processes.callables.talk_and_fail"
@@ -34,7 +34,9 @@ def log_dir(tmp_path, settings):
 @pytest.fixture
 def failed(team):
     """A job whose second step logs, prints and fails, run once: (job run, failed step run)."""
-    job = job_of(team, "talker", [callable_step("warmup"), callable_step("talk", TALK, words="w1")])
+    job = build_job(
+        team, "talker", [callable_step("warmup"), callable_step("talk", TALK, words="w1")]
+    )
     outcome = orchestrator.run_job(job.pk)
     assert not outcome.succeeded
     run = InstanceExec.objects.get(pk=outcome.instance_exec_id)

@@ -6,12 +6,9 @@ from __future__ import annotations
 import pytest
 
 from processes.models import ExecState, ExecStatus, ProcessType, WorkflowKind, WorkflowType
+from tests.helpers.database import rows
 
 pytestmark = pytest.mark.django_db
-
-
-def rows(model) -> dict[int, str]:
-    return dict(model.objects.values_list("id", "name"))
 
 
 def test_exec_statuses_have_bdre_ids():

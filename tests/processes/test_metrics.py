@@ -6,40 +6,23 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.test import Client
 from django.utils import timezone
-from prometheus_client.parser import text_string_to_metric_families
 
 from batches.models import ScanState
 from processes import orchestrator
 from processes.metrics import observe_step_run
 from processes.models import ExecState, InstanceExec
-from tests.factories import InstanceExecFactory, JobFactory, StepFactory
-from tests.processes.conftest import callable_step, job_of
+from tests.helpers.factories import InstanceExecFactory, JobFactory, StepFactory
+from tests.helpers.jobs import SCAN, SHRED, build_job, callable_step
+from tests.helpers.metrics import labels, scrape
 
 pytestmark = pytest.mark.django_db
-
-SHRED_STEP, SCAN_STEP = 55, 52  # generic-shred and generic-scan step types
-
-
-def scrape() -> dict[tuple[str, frozenset], float]:
-    response = Client().get("/metrics")
-    assert response.status_code == 200, response.content
-    return {
-        (s.name, frozenset(s.labels.items())): s.value
-        for family in text_string_to_metric_families(response.content.decode())
-        for s in family.samples
-    }
-
-
-def labels(**values: str) -> frozenset:
-    return frozenset(values.items())
 
 
 def test_each_step_run_adds_its_duration_under_the_state_it_ended_in(
     team, tmp_path, django_capture_on_commit_callbacks
 ):
-    job = job_of(
+    job = build_job(
         team,
         "metered",
         [
@@ -65,7 +48,7 @@ def test_each_step_run_adds_its_duration_under_the_state_it_ended_in(
 
 def test_a_shred_run_counts_its_events_bad_rows_and_duplicates(team):
     job = JobFactory(name="shredder", bus_domain=team.application)
-    step = StepFactory(name="shred", parent=job, process_type_id=SHRED_STEP)
+    step = StepFactory(name="shred", parent=job, process_type_id=SHRED)
     start = timezone.now() - timedelta(seconds=42)
     run = InstanceExecFactory(
         process=step,
@@ -126,7 +109,7 @@ def test_a_deleted_job_leaves_the_runs_gauge(team):
 
 def test_a_scan_reports_how_long_ago_it_listed_and_last_found_a_file(team):
     job = JobFactory(name="landing", bus_domain=team.application)
-    scan = StepFactory(name="scan", parent=job, process_type_id=SCAN_STEP)
+    scan = StepFactory(name="scan", parent=job, process_type_id=SCAN)
     now = timezone.now()
     ScanState.objects.create(
         process=scan, location="file:///in", last_scan_ts=now - timedelta(seconds=30)
@@ -146,7 +129,7 @@ def test_a_scan_that_never_found_a_file_has_no_last_find(team):
     scan = StepFactory(
         name="idle_scan",
         parent=JobFactory(name="idle", bus_domain=team.application),
-        process_type_id=SCAN_STEP,
+        process_type_id=SCAN,
     )
     InstanceExecFactory(process=scan, end_ts=timezone.now(), counters={"registered": 0})
     assert not [
@@ -157,7 +140,7 @@ def test_a_scan_that_never_found_a_file_has_no_last_find(team):
 
 
 def test_the_end_of_a_job_run_is_not_a_step_duration(team, django_capture_on_commit_callbacks):
-    job = job_of(team, "solo", [callable_step("only", "processes.examples.noop")])
+    job = build_job(team, "solo", [callable_step("only", "processes.examples.noop")])
     with django_capture_on_commit_callbacks(execute=True):
         outcome = orchestrator.run_job(job.pk)
     assert outcome.succeeded

@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from processes.models import ExecState, InstanceExec, Property
-from tests.factories import InstanceExecFactory, JobFactory, PropertyFactory, StepFactory
+from tests.helpers.database import rejected
+from tests.helpers.factories import InstanceExecFactory, JobFactory, PropertyFactory, StepFactory
 
-pytestmark = pytest.mark.django_db
-
-
-def rejected(create) -> bool:
-    try:
-        with transaction.atomic():
-            create()
-    except IntegrityError:
-        return True
-    return False
+# backends: constraints (docs/testing.md).
+pytestmark = [pytest.mark.django_db, pytest.mark.backends]
 
 
 def test_second_running_instance_of_a_process_is_rejected():

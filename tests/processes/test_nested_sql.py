@@ -15,25 +15,15 @@ from django.test import Client
 from bdre import sql_parse
 from processes.jobs.sql_guard import check_query
 from processes.models import Process, Property
-from processes.registry import StepSpec, create_job
-from tests.api import api_as
-from tests.factories import JOB_TYPE
+from tests.helpers.api import api_as
+from tests.helpers.jobs import JOB_TYPE, SQL, build_job, sql_step
+from tests.helpers.pages import as_shown, section, step_index
 
 pytestmark = pytest.mark.django_db
 
-SQL_STEP = 56  # generic-sql
 # The attack as written: fifty nested parentheses.
 NESTED = "SELECT " + "(" * 50 + "1" + ")" * 50
 FLAT = "SELECT 1 AS a"
-
-
-def sql_job(team, name: str = "report") -> Process:
-    return create_job(
-        bus_domain=team.application,
-        name=name,
-        process_type_id=JOB_TYPE,
-        steps=[StepSpec(f"{name}_sql", SQL_STEP, properties={"sql": {"query": FLAT}})],
-    )
 
 
 def pipeline(team, query: str) -> dict:
@@ -100,7 +90,7 @@ def test_lambdas_side_by_side_are_no_nesting():
 
 
 def test_patching_a_query_to_fifty_nested_parentheses_is_a_400_saying_what_to_fix(team):
-    job = sql_job(team)
+    job = build_job(team, "report", [sql_step("report_sql", FLAT)])
     prop = Property.objects.get(process__parent=job, key="query")
     response = api_as(team.developer).patch(
         f"/api/v1/properties/{prop.pk}/", {"value": NESTED}, format="json"
@@ -112,7 +102,7 @@ def test_patching_a_query_to_fifty_nested_parentheses_is_a_400_saying_what_to_fi
 
 
 def test_posting_a_query_of_fifty_nested_parentheses_is_a_400_saying_what_to_fix(team):
-    step = sql_job(team).steps.get()
+    step = build_job(team, "report", [sql_step("report_sql", FLAT)]).steps.get()
     Property.objects.filter(process=step, key="query").delete()
     response = api_as(team.developer).post(
         "/api/v1/properties/",
@@ -159,7 +149,7 @@ def test_the_new_job_page_says_a_nested_query_is_too_deep_on_the_step(team):
         "step-TOTAL_FORMS": 1,
         "step-INITIAL_FORMS": 0,
         "step-0-name": "report_sql",
-        "step-0-kind": SQL_STEP,
+        "step-0-kind": SQL,
         "step-0-properties": f"sql.query = {NESTED}",
     }
     answer = client.post("/jobs/new/", data)
@@ -169,9 +159,7 @@ def test_the_new_job_page_says_a_nested_query_is_too_deep_on_the_step(team):
 
 
 def test_the_edit_page_says_a_nested_query_is_too_deep_on_the_step_and_saves_nothing(team):
-    from tests.processes.test_views_edit import as_shown, section, step_index
-
-    job = sql_job(team)
+    job = build_job(team, "report", [sql_step("report_sql", FLAT)])
     client = Client()
     client.force_login(team.developer)
     data = as_shown(client, job)

@@ -9,18 +9,17 @@ import pytest
 
 from processes import orchestrator, schedules, tasks
 from processes.models import ExecState, InstanceExec, Property
-from processes.registry import StepSpec, create_job
 from processes.schedules import Schedule
-from tests.factories import JOB_TYPE
-from tests.processes.conftest import CALL, callable_step, finished_runs, job_of, runs_of
-from tests.processes.workers import wait_for
+from tests.helpers.jobs import build_job, callable_step
+from tests.helpers.runs import finished_runs, runs_of
+from tests.helpers.workers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
 def test_independent_steps_run_in_parallel(team, worker):
     sleep = "tests.processes.callables.sleep"
-    job = job_of(
+    job = build_job(
         team,
         "fan_out",
         [
@@ -30,7 +29,6 @@ def test_independent_steps_run_in_parallel(team, worker):
             callable_step("join"),
         ],
         links={
-            "fan_out": ["first"],
             "first": ["left", "right"],
             "left": ["join"],
             "right": ["join"],
@@ -51,7 +49,7 @@ def test_independent_steps_run_in_parallel(team, worker):
 
 def test_a_failing_step_terminates_the_job_and_the_rerun_resumes_there(team, worker, tmp_path):
     flag = tmp_path / "flag"
-    job = job_of(
+    job = build_job(
         team,
         "flaky",
         [
@@ -79,13 +77,8 @@ def test_a_failing_step_terminates_the_job_and_the_rerun_resumes_there(team, wor
 
 
 def test_a_job_set_to_follow_its_upstream_runs_when_a_batch_is_queued_for_it(team, worker):
-    upstream = job_of(team, "producer", [callable_step("produce")])
-    downstream = create_job(
-        bus_domain=team.application,
-        name="consumer",
-        process_type_id=JOB_TYPE,
-        steps=[StepSpec("consume", CALL, upstream=[upstream.pk])],
-    )
+    upstream = build_job(team, "producer", [callable_step("produce")])
+    downstream = build_job(team, "consumer", [callable_step("consume", upstream=[upstream])])
     schedules.set_schedule(downstream.pk, Schedule(on_upstream=True))
     w = worker()
     tasks.enqueue_run(upstream.pk)
@@ -100,15 +93,10 @@ def test_a_job_set_to_follow_its_upstream_runs_when_a_batch_is_queued_for_it(tea
 def test_a_paused_job_set_to_follow_its_upstream_is_not_started_when_the_upstream_succeeds(
     team,
 ):
-    upstream = job_of(team, "producer", [callable_step("produce")])
+    upstream = build_job(team, "producer", [callable_step("produce")])
     followers = {}
     for name in ("paused_consumer", "live_consumer"):
-        followers[name] = create_job(
-            bus_domain=team.application,
-            name=name,
-            process_type_id=JOB_TYPE,
-            steps=[StepSpec(f"{name}_s1", CALL, upstream=[upstream.pk])],
-        )
+        followers[name] = build_job(team, name, upstream=[upstream])
         schedules.set_schedule(followers[name].pk, Schedule(every_seconds=3600, on_upstream=True))
     schedules.pause(followers["paused_consumer"].pk)
     started = orchestrator.start(upstream.pk)
@@ -122,7 +110,7 @@ def test_a_paused_job_set_to_follow_its_upstream_is_not_started_when_the_upstrea
 @pytest.mark.spark  # the step runs Spark in the worker
 def test_terminate_cancels_the_spark_work_and_fails_the_run(team, worker, tmp_path):
     outcome = tmp_path / "outcome"
-    job = job_of(
+    job = build_job(
         team,
         "long_spark",
         [callable_step("crunch", "tests.processes.callables.slow_spark_job", outcome=str(outcome))],
@@ -147,10 +135,8 @@ def test_terminate_cancels_the_spark_work_and_fails_the_run(team, worker, tmp_pa
 
 
 def test_a_step_over_the_jobs_time_limit_fails_the_run(team, worker):
-    job = job_of(
-        team,
-        "too_slow",
-        [callable_step("dawdle", "tests.processes.callables.sleep", sleep="30")],
+    job = build_job(
+        team, "too_slow", [callable_step("dawdle", "tests.processes.callables.sleep", sleep="30")]
     )
     Property.objects.create(
         process=job, config_group="run", key="time_limit_seconds", value="2", description=""
@@ -164,13 +150,8 @@ def test_a_step_over_the_jobs_time_limit_fails_the_run(team, worker):
 
 
 def test_a_job_that_only_follows_its_upstream_is_paused_and_resumed(team, sent):
-    upstream = job_of(team, "producer", [callable_step("produce")])
-    follower = create_job(
-        bus_domain=team.application,
-        name="follower",
-        process_type_id=JOB_TYPE,
-        steps=[StepSpec("follow", CALL, upstream=[upstream.pk])],
-    )
+    upstream = build_job(team, "producer", [callable_step("produce")])
+    follower = build_job(team, "follower", [callable_step("follow", upstream=[upstream])])
     schedules.set_schedule(follower.pk, Schedule(on_upstream=True))
     shown = schedules.pause(follower.pk)
     assert shown.paused and shown.on_upstream
@@ -187,7 +168,7 @@ def test_a_job_that_only_follows_its_upstream_is_paused_and_resumed(team, sent):
 
 
 def test_a_run_sent_before_the_pause_does_not_start_after_it(team, sent):
-    job = job_of(team, "nightly", [callable_step("only")])
+    job = build_job(team, "nightly", [callable_step("only")])
     schedules.set_schedule(job.pk, Schedule(every_seconds=3600))
     # Beat sent the run, then the job was paused before a worker took the message.
     schedules.pause(job.pk)

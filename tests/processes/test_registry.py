@@ -6,20 +6,11 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from processes.models import Process, Property
-from processes.registry import StepSpec, create_job
-from tests.factories import JOB_TYPE, STEP_TYPE, BusDomainFactory, JobFactory, StepFactory
+from processes.registry import StepSpec
+from tests.helpers.factories import BusDomainFactory, JobFactory, StepFactory
+from tests.helpers.jobs import JOB_TYPE, STEP_TYPE, build_job
 
 pytestmark = pytest.mark.django_db
-
-
-def job(team, steps, **kwargs):
-    return create_job(
-        bus_domain=team.application,
-        name=kwargs.pop("name", "orders"),
-        process_type_id=kwargs.pop("process_type_id", JOB_TYPE),
-        steps=steps,
-        **kwargs,
-    )
 
 
 def names(processes) -> list[str]:
@@ -27,7 +18,7 @@ def names(processes) -> list[str]:
 
 
 def test_steps_are_chained_in_order_by_default(team):
-    created = job(team, [StepSpec("a", STEP_TYPE), StepSpec("b", STEP_TYPE)])
+    created = build_job(team, "orders", [StepSpec("a", STEP_TYPE), StepSpec("b", STEP_TYPE)])
     a, b = created.steps.order_by("id")
     assert names(created.next_processes.all()) == ["a"]
     assert names(a.next_processes.all()) == ["b"]
@@ -36,8 +27,9 @@ def test_steps_are_chained_in_order_by_default(team):
 
 
 def test_branches_and_joins(team):
-    created = job(
+    created = build_job(
         team,
+        "orders",
         [
             StepSpec("extract", STEP_TYPE, next=["left", "right"]),
             StepSpec("left", STEP_TYPE, next=["join"]),
@@ -52,8 +44,9 @@ def test_branches_and_joins(team):
 
 def test_upstream_properties_and_cut_pattern(team):
     upstream = JobFactory(bus_domain=team.application)
-    created = job(
+    created = build_job(
         team,
+        "orders",
         [
             StepSpec(
                 "daily",
@@ -92,7 +85,7 @@ def test_upstream_properties_and_cut_pattern(team):
 def test_invalid_registrations_name_the_field_and_leave_nothing(team, steps, kwargs, field):
     before = Process.objects.count()
     with pytest.raises(ValidationError) as excinfo:
-        job(team, steps, **kwargs)
+        build_job(team, kwargs.pop("name", "orders"), steps, **kwargs)
     assert field in excinfo.value.message_dict
     assert Process.objects.count() == before
 
@@ -100,7 +93,7 @@ def test_invalid_registrations_name_the_field_and_leave_nothing(team, steps, kwa
 def test_an_upstream_that_is_a_step_is_refused(team):
     step = StepFactory(parent=JobFactory(bus_domain=team.application))
     with pytest.raises(ValidationError) as excinfo:
-        job(team, [StepSpec("a", STEP_TYPE, upstream=[step.pk])])
+        build_job(team, "orders", [StepSpec("a", STEP_TYPE, upstream=[step.pk])])
     assert "enqueuing_processes" in excinfo.value.message_dict
 
 
@@ -109,7 +102,7 @@ def test_a_duplicate_live_name_is_refused(team):
     # test_api_names.py has another team's names, which are free).
     JobFactory(name="orders", bus_domain=BusDomainFactory(team=team.group))
     with pytest.raises(ValidationError) as excinfo:
-        job(team, [StepSpec("a", STEP_TYPE)])
+        build_job(team, "orders", [StepSpec("a", STEP_TYPE)])
     assert excinfo.value.message_dict == {
         "name": ["A process named orders exists already in team analytics."]
     }

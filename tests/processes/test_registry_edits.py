@@ -9,23 +9,16 @@ from django.core.exceptions import ValidationError
 from bdre.errors import Conflict
 from processes import registry
 from processes.models import Process, Property
-from processes.registry import JobEdit, NewStep, StepEdit, StepSpec, create_job
+from processes.registry import JobEdit, NewStep, StepEdit
 from processes.workflow import steps_in_order
-from tests.factories import JOB_TYPE
+from tests.helpers.jobs import CALL, build_job, callable_step
 
 pytestmark = pytest.mark.django_db
-
-CALL = 51
 
 
 @pytest.fixture
 def job(team) -> Process:
-    return create_job(
-        bus_domain=team.application,
-        name="orders",
-        process_type_id=JOB_TYPE,
-        steps=[StepSpec(n, CALL) for n in ("extract", "load")],
-    )
+    return build_job(team, "orders", [callable_step(n) for n in ("extract", "load")])
 
 
 def names(job: Process) -> list[str]:
@@ -94,11 +87,11 @@ def test_editing_a_job_deleted_meanwhile_is_a_conflict_not_a_crash(job):
 def test_links_turned_around_in_one_edit_are_no_cycle(team):
     """extract -> load becomes load -> extract: each link checked against the links as they
     are to be, not against the one the same edit takes away."""
-    job = create_job(
-        bus_domain=team.application,
-        name="turned",
-        process_type_id=JOB_TYPE,
-        steps=[StepSpec("extract", CALL, next=["load"]), StepSpec("load", CALL, next=[])],
+    job = build_job(
+        team,
+        "turned",
+        [callable_step("extract"), callable_step("load")],
+        links={"extract": ["load"]},
     )
     extract, load = job.steps.get(name="extract"), job.steps.get(name="load")
     registry.edit_job(

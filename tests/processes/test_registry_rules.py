@@ -9,13 +9,14 @@ import pytest
 
 from processes import registry
 from processes.models import Process, ProcessTemplate
-from tests.api import api_as
-from tests.factories import STEP_TYPE, JobFactory, StepFactory
-from tests.ui.conftest import client_as
+from tests.helpers.api import api_as
+from tests.helpers.factories import JobFactory, StepFactory
+from tests.helpers.jobs import CALL, JOB_TYPE, STEP_TYPE
+from tests.helpers.pages import client_as
 
-pytestmark = pytest.mark.django_db
+# backends: constraints (docs/testing.md).
+pytestmark = [pytest.mark.django_db, pytest.mark.backends]
 
-JOB, CALL, LOAD = 5, 51, 53
 NO_SPACES = "Use letters, digits, '_', '.' and '-' only (no spaces)."
 CUT = "A cut pattern needs an upstream job."
 
@@ -25,7 +26,7 @@ def document(team, steps=None, **job) -> dict:
     return {
         "name": "orders",
         "application": team.application.name,
-        "process_type": JOB,
+        "process_type": JOB_TYPE,
         "steps": [{"process_type": CALL, **step} for step in steps],
         **job,
     }
@@ -36,7 +37,7 @@ def page(team, steps=None, **job) -> dict:
     data = {
         "application": team.application.pk,
         "name": "orders",
-        "job_type": JOB,
+        "job_type": JOB_TYPE,
         "max_retries": 3,
         "lease_seconds": 3600,
         "timezone": "UTC",
@@ -175,7 +176,9 @@ def test_an_upstream_that_is_a_step(team):
 
 def test_a_job_made_from_a_template_has_a_name_of_at_most_100_characters(team):
     template = registry.save_template(
-        registry.TemplateSpec("tmpl", team.application, JOB, [registry.TemplateStepSpec("s", CALL)])
+        registry.TemplateSpec(
+            "tmpl", team.application, JOB_TYPE, [registry.TemplateStepSpec("s", CALL)]
+        )
     )
     name = "x" * 101
     message = "Ensure this value has at most 100 characters (it has 101)."
@@ -235,6 +238,6 @@ def test_a_retry_count_or_a_lease_under_one(team, field):
     assert through_api(team, document(team, **{field: 0})) == {field: [message]}
     assert through_page(team, page(team, **{field: 0}))["form"].errors[field] == [message]
     nothing_registered()
-    one = {"name": "orders", "bus_domain": team.application.pk, "process_type": JOB, field: 0}
+    one = {"name": "orders", "bus_domain": team.application.pk, "process_type": JOB_TYPE, field: 0}
     assert through_api(team, one, "/api/v1/processes/") == {field: [message]}
     nothing_registered()

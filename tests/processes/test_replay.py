@@ -19,35 +19,10 @@ from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchS
 from bdre.errors import BdreError
 from processes import orchestrator, tasks
 from processes.models import ExecState, InstanceExec, Process, Trigger
-from tests.api import api_as
-from tests.factories import steps_job
+from tests.helpers.api import api_as
+from tests.helpers.jobs import build_job, load_step, scan_step, sql_step
 
 pytestmark = pytest.mark.django_db
-SCAN, LOAD, CALL, SQL = 52, 53, 51, 56
-
-
-@pytest.fixture
-def queued(monkeypatch, django_capture_on_commit_callbacks):
-    """What would go to Celery, in order: ("job", job_id, trigger) and ("step", run, step).
-    Sent on commit, as the tasks module sends them; the test's transaction never commits,
-    so each piece of work here runs its callbacks itself (:func:`committed`)."""
-    calls: list[tuple] = []
-    monkeypatch.setattr(
-        tasks.run_process,
-        "apply_async",
-        lambda args, kwargs=None, **kw: calls.append(
-            ("job", args[0], (kwargs or {}).get("trigger"))
-        ),
-    )
-    monkeypatch.setattr(
-        tasks.run_step, "apply_async", lambda args, **kw: calls.append(("step", *args))
-    )
-    return calls
-
-
-@pytest.fixture
-def committed(django_capture_on_commit_callbacks):
-    return lambda: django_capture_on_commit_callbacks(execute=True)
 
 
 @pytest.fixture
@@ -68,33 +43,6 @@ def drive(queued, committed):
                         tasks.start_run(first, trigger=second)
 
     return run
-
-
-@pytest.fixture
-def chain(team, tmp_path, settings):
-    """ingest (scans landing) -> tidy (one step) -> report (one step), each run by hand;
-    a.csv and b.csv in tidy's first batch, c.csv in its second."""
-    settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
-    landing = tmp_path / "landing"
-    landing.mkdir()
-    from tests.factories import grant_root
-
-    grant_root(team.group, landing)
-    ingest = steps_job(
-        team, "ingest", [(SCAN, {"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}})]
-    )
-    tidy = steps_job(team, "tidy", [(CALL, {})], upstream=[ingest])
-    report = steps_job(team, "report", [(CALL, {})], upstream=[tidy])
-    targets: dict[str, list[int]] = {"tidy": [], "report": []}
-    for names in (("a.csv", "b.csv"), ("c.csv",)):
-        for name in names:
-            (landing / name).write_text(f"{name}\n")
-        assert orchestrator.run_job(ingest.pk).succeeded
-        for job in (tidy, report):
-            outcome = orchestrator.run_job(job.pk)
-            assert outcome.succeeded
-            targets[job.name].append(outcome.target_batch_id)
-    return SimpleNamespace(ingest=ingest, tidy=tidy, report=report, targets=targets)
 
 
 def _file(name: str) -> File:
@@ -248,22 +196,23 @@ def test_a_run_records_what_started_it(team, chain, queued, committed):
 def _pipeline(team, landing, prefix: str) -> SimpleNamespace:
     """ingest -> orders (spark.load into lake.<prefix>orders) -> totals (spark.sql of each
     orders batch into lake.<prefix>totals)."""
-    ingest = steps_job(
-        team,
-        f"{prefix}ingest",
-        [(SCAN, {"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}})],
+    ingest = build_job(team, f"{prefix}ingest", [scan_step(f"{prefix}ingest_0", landing)])
+    load = load_step(
+        f"{prefix}orders_0",
+        f"lake.{prefix}orders",
+        format="csv",
+        upstream=[ingest],
+        schema="id INT, amount INT",
     )
-    load = {"format": "csv", "table": f"lake.{prefix}orders", "schema": "id INT, amount INT"}
-    orders = steps_job(team, f"{prefix}orders", [(LOAD, {"load": load})], upstream=[ingest])
+    orders = build_job(team, f"{prefix}orders", [load])
     query = (
         f"SELECT count(*) AS orders, sum(amount) AS total FROM lake.{prefix}orders "
         "WHERE batch_id IN ({batch_ids})"
     )
-    totals = steps_job(
+    totals = build_job(
         team,
         f"{prefix}totals",
-        [(SQL, {"sql": {"query": query, "output_table": f"lake.{prefix}totals"}})],
-        upstream=[orders],
+        [sql_step(f"{prefix}totals_0", query, output=f"lake.{prefix}totals", upstream=[orders])],
     )
     return SimpleNamespace(ingest=ingest, orders=orders, totals=totals)
 
@@ -298,7 +247,7 @@ def test_a_bad_file_fixed_and_reprocessed_gives_the_rows_of_a_clean_run(
 ):
     from pyspark.testing import assertDataFrameEqual
 
-    from tests.factories import grant_root
+    from tests.helpers.factories import grant_root
 
     settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
     landing, clean_landing = tmp_path / "landing", tmp_path / "clean"

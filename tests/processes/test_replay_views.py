@@ -9,7 +9,6 @@ from django.utils import timezone
 
 from batches.models import BatchConsumpQueue, File
 from processes.models import InstanceExec
-from tests.processes.test_replay import chain, committed, queued  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
 
@@ -20,7 +19,7 @@ def _as(user) -> Client:
     return client
 
 
-def test_the_backfill_page_shows_the_plan_then_starts_it(team, chain, queued, committed):  # noqa: F811
+def test_the_backfill_page_shows_the_plan_then_starts_it(team, chain, queued, committed):
     client = _as(team.developer)
     page = client.get(f"/jobs/{chain.tidy.pk}/backfill/")
     assert page.status_code == 200 and b"Show the plan" in page.content
@@ -41,7 +40,7 @@ def test_the_backfill_page_shows_the_plan_then_starts_it(team, chain, queued, co
     assert started.status_code == 302 and started["Location"] == f"/runs/{run.pk}/"
 
 
-def test_a_file_and_a_batch_are_reprocessed_from_their_pages(team, chain, queued, committed):  # noqa: F811
+def test_a_file_and_a_batch_are_reprocessed_from_their_pages(team, chain, queued, committed):
     client = _as(team.developer)
     batch_page = client.get(f"/batches/{chain.targets['tidy'][0]}/").content.decode()
     assert f"/batches/{chain.targets['tidy'][0]}/reprocess/" in batch_page
@@ -60,7 +59,7 @@ def test_a_file_and_a_batch_are_reprocessed_from_their_pages(team, chain, queued
     )
 
 
-def test_the_rewind_page_asks_for_the_batch(team, chain, queued):  # noqa: F811
+def test_the_rewind_page_asks_for_the_batch(team, chain, queued):
     step = chain.tidy.steps.get()
     client = _as(team.developer)
     assert f"/steps/{step.pk}/rewind/" in client.get(f"/jobs/{chain.tidy.pk}/").content.decode()
@@ -72,7 +71,7 @@ def test_the_rewind_page_asks_for_the_batch(team, chain, queued):  # noqa: F811
 
 
 @pytest.mark.parametrize(("who", "status"), [("viewer", 403), ("outsider", 404)])
-def test_only_the_owning_teams_developers_reach_the_pages(team, chain, queued, who, status):  # noqa: F811
+def test_only_the_owning_teams_developers_reach_the_pages(team, chain, queued, who, status):
     client = _as(getattr(team, who))
     file = File.objects.get(path__endswith="/a.csv")
     for url in (
@@ -87,7 +86,7 @@ def test_only_the_owning_teams_developers_reach_the_pages(team, chain, queued, w
     assert not BatchConsumpQueue.objects.exists()
 
 
-def test_a_scan_step_s_marker_is_moved_back_from_the_job_page(team, chain, queued):  # noqa: F811
+def test_a_scan_step_s_marker_is_moved_back_from_the_job_page(team, chain, queued):
     from batches.models import ScanState
 
     scan = chain.ingest.steps.get()
@@ -127,7 +126,7 @@ def test_a_scan_step_s_marker_is_moved_back_from_the_job_page(team, chain, queue
         {"key": "a", "since": "2026-11-27T10:00"},
     ],
 )
-def test_bad_input_on_the_marker_page_is_said_not_a_500(team, chain, queued, query):  # noqa: F811
+def test_bad_input_on_the_marker_page_is_said_not_a_500(team, chain, queued, query):
     scan = chain.ingest.steps.get()
     client = _as(team.developer)
     for answer in (

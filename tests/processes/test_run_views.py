@@ -15,8 +15,8 @@ from django.test.utils import CaptureQueriesContext
 
 from bdre.charts import CHAR_WIDTH
 from processes.models import ExecState, Trigger
-from tests.factories import QueueRowFactory
-from tests.processes.test_runs import job_run, step_run
+from tests.helpers.factories import QueueRowFactory
+from tests.helpers.runs import job_run, step_run
 
 pytestmark = pytest.mark.django_db
 

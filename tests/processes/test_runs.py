@@ -3,38 +3,18 @@ API, in a number of queries that does not grow with the runs; the API's run filt
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
 from batches.models import ArchiveConsumpQueue, BatchState
 from processes import runs
 from processes.models import ExecState, InstanceExec, Trigger
-from tests.api import api_as
-from tests.factories import BatchFactory, InstanceExecFactory, QueueRowFactory
+from tests.helpers.api import api_as
+from tests.helpers.factories import BatchFactory, QueueRowFactory
+from tests.helpers.runs import START, job_run, step_run
 
 pytestmark = pytest.mark.django_db
-
-START = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
-
-
-def job_run(job, *, seconds=90.0, state=ExecState.SUCCESS, trigger=Trigger.SCHEDULE, **kw):
-    start = kw.pop("start_ts", START)
-    return InstanceExecFactory(
-        process=job,
-        start_ts=start,
-        end_ts=None if state == ExecState.RUNNING else start + timedelta(seconds=seconds),
-        exec_state_id=state,
-        trigger=trigger,
-        target_batch=kw.pop("target_batch", None) or BatchFactory(bus_domain=job.bus_domain),
-        **kw,
-    )
-
-
-def step_run(run, step, **counters):
-    return InstanceExecFactory(
-        process=step, parent=run, start_ts=run.start_ts, end_ts=run.end_ts, counters=counters
-    )
 
 
 def archived(step, source, target):

@@ -22,30 +22,17 @@ from batches.models import Batch, BatchConsumpQueue, File, ScanState
 from bdre.errors import BdreError
 from processes import orchestrator, scan_gate, tasks
 from processes.models import ExecState, InstanceExec, Process
-from processes.registry import StepSpec, create_job
-from tests.api import api_as
-from tests.factories import JOB_TYPE, grant_root
-from tests.processes.conftest import callable_step, job_of
-from tests.processes.pipelines import SCAN
-from tests.processes.test_admin import act, texts
+from tests.helpers.admin import act, texts
+from tests.helpers.api import api_as
+from tests.helpers.factories import grant_root
+from tests.helpers.jobs import build_job, callable_step, scan_step
 
 FORK = multiprocessing.get_context("fork")
 
 
 def _ingest(team, landing: Path, **scan: str) -> Process:
     grant_root(team.group, landing)  # what the installation's superuser did
-    return create_job(
-        bus_domain=team.application,
-        name="ingest",
-        process_type_id=JOB_TYPE,
-        steps=[
-            StepSpec(
-                "scan",
-                SCAN,
-                properties={"scan": {"location": landing.as_uri(), "min_age_seconds": "0", **scan}},
-            )
-        ],
-    )
+    return build_job(team, "ingest", [scan_step("scan", landing, **scan)])
 
 
 @pytest.fixture
@@ -246,7 +233,7 @@ def test_only_a_job_whose_first_steps_scan_and_that_consumes_nothing_is_checked(
 ):
     job = _ingest(team, landing)
     assert [s.name for s in scan_gate.gating_scans(job)] == ["scan"]
-    plain = job_of(team, "plain", [callable_step("tick")])
+    plain = build_job(team, "plain", [callable_step("tick")])
     assert scan_gate.gating_scans(plain) == []
     consuming = make_job("consumer", upstream=[job])
     assert scan_gate.gating_scans(consuming) == []
@@ -256,7 +243,7 @@ def test_only_a_job_whose_first_steps_scan_and_that_consumes_nothing_is_checked(
 def test_a_job_that_does_not_scan_runs_on_every_trigger(
     team, sent, django_capture_on_commit_callbacks
 ):
-    job = job_of(team, "plain", [callable_step("tick")])
+    job = build_job(team, "plain", [callable_step("tick")])
     result = tick(job, sent, django_capture_on_commit_callbacks)
     assert result["started"] is True
     assert InstanceExec.objects.filter(process=job).count() == 1
@@ -404,7 +391,7 @@ def test_a_scan_that_keeps_finding_nothing_reports_no_growing_lag(
 ):
     """A quiet check lists the location as a scan does: the metric of how long ago a scan
     last listed it must not grow while the checks keep finding nothing."""
-    from tests.processes.test_metrics import labels, scrape
+    from tests.helpers.metrics import labels, scrape
 
     job, step, _ = ingest
     land(landing, "a.tsv")

@@ -15,16 +15,17 @@ from batches.models import HiveTable
 from processes import orchestrator, schedules, tasks
 from processes.models import ExecState, InstanceExec
 from processes.schedules import Schedule
-from tests.data.enriched import EventFactory
-from tests.processes.conftest import callable_step, finished_runs, job_of, runs_of
-from tests.processes.pipelines import shred_pipeline
-from tests.processes.workers import wait_for
+from tests.helpers.enriched import EventFactory
+from tests.helpers.jobs import build_job, callable_step
+from tests.helpers.pipelines import shred_pipeline
+from tests.helpers.runs import finished_runs, runs_of
+from tests.helpers.workers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
 def test_a_scheduled_job_runs_by_itself_end_to_end(team, worker):
-    job = job_of(team, "every_two_seconds", [callable_step("tick")])
+    job = build_job(team, "every_two_seconds", [callable_step("tick")])
     schedules.set_schedule(job.pk, Schedule(every_seconds=2))
     w = worker()
     runs = wait_for(lambda: finished_runs(job), 60, "a scheduled run", w)
@@ -90,7 +91,7 @@ def test_a_worker_killed_during_a_spark_step_loses_and_repeats_nothing(
 def test_a_real_worker_with_json_logs_writes_the_step_lines_as_json_with_their_ids(team, worker):
     """Celery configures the worker's logging itself; the JSON format has to survive that,
     in the pool's child that runs the step."""
-    job = job_of(team, "chatty", [callable_step("talk", "tests.processes.callables.log_a_line")])
+    job = build_job(team, "chatty", [callable_step("talk", "tests.processes.callables.log_a_line")])
     w = worker(BDRE_LOG_FORMAT="json")
     tasks.enqueue_run(job.pk)
     [run] = wait_for(lambda: finished_runs(job), 90, "the run", w)

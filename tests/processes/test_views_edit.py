@@ -4,37 +4,26 @@ field at fault and nothing is saved; viewers and outsiders cannot reach it."""
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
 import pytest
-from django.test import Client
 
 from processes import lifecycle, orchestrator
 from processes.models import InstanceExec, Process, Property, grouped_properties
-from processes.registry import StepSpec, create_job
-from tests.factories import JOB_TYPE
+from processes.registry import StepSpec
+from tests.helpers.jobs import CALL, EXPORT, SQL, build_job
+from tests.helpers.pages import as_shown, client_as, edit_page, section, step_index
 
 pytestmark = pytest.mark.django_db
 
-CALL, SQL, EXPORT = 51, 56, 57  # python.callable, spark.sql, spark.export (generic job)
 SLEEP = {"callable": {"path": "tests.processes.callables.sleep"}}
 TALK_AND_FAIL = "tests.processes.callables.talk_and_fail"
 
 
-def _as(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 @pytest.fixture
 def job(team) -> Process:
-    return create_job(
-        bus_domain=team.application,
-        name="clicks",
-        process_type_id=JOB_TYPE,
-        steps=[
+    return build_job(
+        team,
+        "clicks",
+        [
             StepSpec("load", CALL, properties=SLEEP),
             StepSpec("report", CALL, properties=SLEEP),
             StepSpec("daily", SQL, properties={"sql": {"query": "SELECT 1 AS x"}}),
@@ -43,52 +32,12 @@ def job(team) -> Process:
     )
 
 
-def page(client: Client, job: Process) -> Any:
-    answer = client.get(f"/jobs/{job.pk}/edit/")
-    assert answer.status_code == 200
-    return answer
-
-
-def as_shown(client: Client, job: Process) -> dict[str, Any]:
-    """The edit form as the page fills it: what a browser posts when nothing is changed."""
-    context = page(client, job).context
-    data: dict[str, Any] = {
-        "step-TOTAL_FORMS": len(context["steps"].forms),
-        "step-INITIAL_FORMS": len(context["steps"].forms),
-        "new-TOTAL_FORMS": 1,
-        "new-INITIAL_FORMS": 0,
-        "save": "1",
-    }
-    data.update({k: v for k, v in context["form"].initial.items()})
-    for i, form in enumerate(context["steps"].forms):
-        for name in ("step", "description", "properties", "after"):
-            data[f"step-{i}-{name}"] = form.initial.get(name, "")
-        # A browser posts the options selected: the jobs the user may see among them.
-        choices = set(form.fields["upstream"].queryset.values_list("pk", flat=True))
-        data[f"step-{i}-upstream"] = [
-            pk for pk in form.initial.get("upstream", []) if pk in choices
-        ]
-    return data
-
-
-def step_index(data: dict[str, Any], job: Process, name: str) -> int:
-    pk = job.steps.get(name=name).pk
-    return next(int(k.split("-")[1]) for k, v in data.items() if k.endswith("-step") and v == pk)
-
-
 def properties_of(process: Process) -> dict:
     return grouped_properties(Property.objects.filter(process=process))
 
 
-def section(html: str, step: str) -> str:
-    """The part of the page that edits ``step`` (its fieldset)."""
-    match = re.search(rf'<fieldset class="step" data-step="{step}">(.*?)</fieldset>', html, re.S)
-    assert match, f"no fieldset for {step}"
-    return match.group(1)
-
-
 def test_a_developer_edits_a_property_and_a_steps_callable_and_the_next_run_uses_it(team, job):
-    client = _as(team.developer)
+    client = client_as(team.developer)
     assert f'href="/jobs/{job.pk}/edit/"' in client.get(f"/jobs/{job.pk}/").content.decode()
     data = as_shown(client, job)
     data["properties"] = "owner.email = ops@example.com\nowner.pager = 555"
@@ -114,7 +63,7 @@ def test_a_developer_edits_a_property_and_a_steps_callable_and_the_next_run_uses
 
 
 def test_a_steps_sql_is_edited_over_several_lines(team, job):
-    client = _as(team.developer)
+    client = client_as(team.developer)
     data = as_shown(client, job)
     daily = step_index(data, job, "daily")
     data[f"step-{daily}-properties"] = (
@@ -124,7 +73,7 @@ def test_a_steps_sql_is_edited_over_several_lines(team, job):
     query = "SELECT page, count(*) AS views\nFROM web.clicks\nGROUP BY page"
     assert properties_of(job.steps.get(name="daily")) == {"sql": {"query": query}}
     # shown again as it was typed, the further lines indented
-    again = section(page(client, job).content.decode(), "daily")
+    again = section(edit_page(client, job).content.decode(), "daily")
     assert "sql.query = SELECT page, count(*) AS views\n  FROM web.clicks" in again
 
 
@@ -140,7 +89,7 @@ def test_a_steps_sql_is_edited_over_several_lines(team, job):
 def test_a_refused_property_is_said_on_its_step_and_nothing_is_saved(
     team, job, step, properties, said
 ):
-    client = _as(team.developer)
+    client = client_as(team.developer)
     data = as_shown(client, job)
     data["description"] = "changed too"
     data["properties"] = "owner.email = ops@example.com"
@@ -156,7 +105,7 @@ def test_a_refused_property_is_said_on_its_step_and_nothing_is_saved(
 
 
 def test_a_refused_job_property_and_a_bad_field_are_said_on_the_job(team, job):
-    client = _as(team.developer)
+    client = client_as(team.developer)
     data = as_shown(client, job)
     data["properties"] = f"{'g' * 300}.key = 1"
     answer = client.post(f"/jobs/{job.pk}/edit/", data)
@@ -170,7 +119,7 @@ def test_a_refused_job_property_and_a_bad_field_are_said_on_the_job(team, job):
 
 
 def test_a_step_is_added_and_one_removed_and_the_next_run_follows_them(team, job):
-    client = _as(team.developer)
+    client = client_as(team.developer)
     data = as_shown(client, job)
     data[f"step-{step_index(data, job, 'report')}-remove"] = "on"
     data[f"step-{step_index(data, job, 'daily')}-remove"] = "on"
@@ -195,7 +144,7 @@ def test_a_step_is_added_and_one_removed_and_the_next_run_follows_them(team, job
 
 
 def test_another_step_row_comes_without_script_and_a_new_step_name_must_be_free(team, job):
-    client = _as(team.developer)
+    client = client_as(team.developer)
     data = {**as_shown(client, job), "add_step": "1"}
     data.pop("save")
     more = client.post(f"/jobs/{job.pk}/edit/", data)
@@ -211,7 +160,7 @@ def test_another_step_row_comes_without_script_and_a_new_step_name_must_be_free(
 def test_a_new_step_cannot_reach_another_teams_storage(team, job, settings):
     """A step added on the page is checked as one registered through the API: an export into
     the other team's warehouse folder is refused on the new step's row, and nothing is kept."""
-    client = _as(team.developer)
+    client = client_as(team.developer)
     data = as_shown(client, job)
     theirs = (settings.BDRE_WAREHOUSE / f"team-{team.other_group.pk}" / "sales").as_uri()
     data.update(
@@ -230,7 +179,7 @@ def test_a_new_step_cannot_reach_another_teams_storage(team, job, settings):
 
 
 def test_the_last_step_cannot_be_removed(team, job):
-    client = _as(team.developer)
+    client = client_as(team.developer)
     data = as_shown(client, job)
     for i in range(3):
         data[f"step-{i}-remove"] = "on"
@@ -241,9 +190,9 @@ def test_the_last_step_cannot_be_removed(team, job):
 
 def test_a_running_job_is_edited_but_keeps_its_steps_until_the_run_ends(team, job):
     run = lifecycle.init_job(job.pk).instance_exec_id
-    client = _as(team.developer)
+    client = client_as(team.developer)
     assert f'Run <a href="/runs/{run}/">{run}</a> of this job is running' in (
-        page(client, job).content.decode()
+        edit_page(client, job).content.decode()
     )
     data = as_shown(client, job)
     data["properties"] = "owner.email = ops@example.com"
@@ -259,13 +208,8 @@ def test_a_running_job_is_edited_but_keeps_its_steps_until_the_run_ends(team, jo
 
 
 def test_a_step_of_another_job_cannot_be_posted_in(team, job):
-    other = create_job(
-        bus_domain=team.application,
-        name="other",
-        process_type_id=JOB_TYPE,
-        steps=[StepSpec("other_step", CALL, properties=SLEEP)],
-    )
-    client = _as(team.developer)
+    other = build_job(team, "other", [StepSpec("other_step", CALL, properties=SLEEP)])
+    client = client_as(team.developer)
     data = as_shown(client, job)
     data["step-0-step"] = other.steps.get().pk
     data["step-0-remove"] = "on"
@@ -275,20 +219,20 @@ def test_a_step_of_another_job_cannot_be_posted_in(team, job):
 
 
 def test_viewers_and_outsiders_cannot_edit(team, job):
-    viewer = _as(team.viewer)
+    viewer = client_as(team.viewer)
     assert f"/jobs/{job.pk}/edit/" not in viewer.get(f"/jobs/{job.pk}/").content.decode()
     assert viewer.get(f"/jobs/{job.pk}/edit/").status_code == 403
-    data = as_shown(_as(team.developer), job)
+    data = as_shown(client_as(team.developer), job)
     data["properties"] = "owner.email = taken@example.com"
     assert viewer.post(f"/jobs/{job.pk}/edit/", data).status_code == 403
-    outsider = _as(team.outsider)
+    outsider = client_as(team.outsider)
     assert outsider.get(f"/jobs/{job.pk}/edit/").status_code == 404
     assert outsider.post(f"/jobs/{job.pk}/edit/", data).status_code == 404
     assert properties_of(job) == {"owner": {"email": "data@example.com"}}
 
 
 def test_a_tampered_form_is_refused_never_a_500(team, job):
-    client = _as(team.developer)
+    client = client_as(team.developer)
     data = as_shown(client, job)
     for broken in (
         {**data, "step-TOTAL_FORMS": "x"},
@@ -305,7 +249,7 @@ def test_a_tampered_form_is_refused_never_a_500(team, job):
 
 
 def test_a_steps_next_steps_and_upstream_jobs_are_edited_on_the_page(team, job, make_job):
-    client = _as(team.developer)
+    client = client_as(team.developer)
     feeder = make_job("feeder")
     data = as_shown(client, job)
     assert data[f"step-{step_index(data, job, 'load')}-after"] == "report"
@@ -333,13 +277,10 @@ def test_a_steps_next_steps_and_upstream_jobs_are_edited_on_the_page(team, job, 
 
 
 def test_an_upstream_job_of_another_team_is_not_a_choice(team, job):
-    other = create_job(
-        bus_domain=team.other_application,
-        name="theirs",
-        process_type_id=JOB_TYPE,
-        steps=[StepSpec("their_step", CALL, properties=SLEEP)],
+    other = build_job(
+        team.other_application, "theirs", [StepSpec("their_step", CALL, properties=SLEEP)]
     )
-    client = _as(team.developer)
+    client = client_as(team.developer)
     data = as_shown(client, job)
     data[f"step-{step_index(data, job, 'report')}-upstream"] = [other.pk]
     answer = client.post(f"/jobs/{job.pk}/edit/", data)
@@ -355,10 +296,10 @@ def test_the_edit_page_leaves_the_schedule_to_the_schedule(team, job, make_job):
 
     schedules.set_schedule(job.pk, schedules.Schedule(on_upstream=True))
     schedules.pause(job.pk)
-    client = _as(team.developer)
+    client = client_as(team.developer)
     data = as_shown(client, job)
     assert "schedule." not in data["properties"]
-    assert "schedule" not in page(client, job).content.decode().split("Properties")[1][:200]
+    assert "schedule" not in edit_page(client, job).content.decode().split("Properties")[1][:200]
     assert client.post(f"/jobs/{job.pk}/edit/", data).status_code == 302
     shown = schedules.schedule_of(job.pk)
     assert shown.on_upstream and shown.paused
@@ -368,13 +309,10 @@ def test_an_upstream_job_the_editor_may_not_see_is_kept_when_the_page_saves(team
     from django.contrib.auth.models import Group
 
     from bdre.models import Membership, Role
-    from tests.factories import UserFactory
+    from tests.helpers.factories import UserFactory
 
-    theirs = create_job(
-        bus_domain=team.other_application,
-        name="theirs",
-        process_type_id=JOB_TYPE,
-        steps=[StepSpec("their_step", CALL, properties=SLEEP)],
+    theirs = build_job(
+        team.other_application, "theirs", [StepSpec("their_step", CALL, properties=SLEEP)]
     )
     report = job.steps.get(name="report")
     report.enqueuing_processes.add(theirs)  # linked by someone in both teams
@@ -382,7 +320,7 @@ def test_an_upstream_job_the_editor_may_not_see_is_kept_when_the_page_saves(team
     Membership.objects.create(
         user=editor, team=Group.objects.get(pk=team.group.pk), role=Role.DEVELOPER
     )
-    client = _as(editor)
+    client = client_as(editor)
     data = as_shown(client, job)
     data[f"step-{step_index(data, job, 'report')}-description"] = "edited"
     assert client.post(f"/jobs/{job.pk}/edit/", data).status_code == 302

@@ -9,8 +9,8 @@ import pytest
 from batches.models import BatchState
 from processes import registry, schedules
 from processes.models import ProcessTemplate
-from tests.factories import QueueRowFactory
-from tests.ui.conftest import client_as
+from tests.helpers.factories import QueueRowFactory
+from tests.helpers.pages import client_as
 
 pytestmark = pytest.mark.django_db
 

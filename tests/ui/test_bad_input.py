@@ -9,7 +9,7 @@ from django.test import Client
 
 from processes import schedules
 from processes.models import Process, ProcessTemplate
-from tests.ui.conftest import client_as
+from tests.helpers.pages import client_as
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from batches.models import BatchState
-from tests.factories import BatchFactory, FileFactory, QueueRowFactory, StepFactory
-from tests.ui.conftest import client_as
+from tests.helpers.factories import BatchFactory, FileFactory, QueueRowFactory, StepFactory
+from tests.helpers.pages import client_as
 
 pytestmark = pytest.mark.django_db
 

@@ -6,39 +6,16 @@ a viewer finds no button that changes anything. Screenshots of every page go to
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
-from django.conf import settings
 
 from lineage.extract import extract, record
 from processes.models import Process
-from tests.conftest import REQUIRE_ALL
-from tests.factories import LineageQueryFactory
-from tests.processes.workers import Worker, purge_broker, worker_env
+from tests.helpers.browser import log_in, shot
+from tests.helpers.factories import LineageQueryFactory
+from tests.helpers.jobs import CALL
+from tests.helpers.workers import Worker, purge_broker, worker_env
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
-
-CHROMIUM = "/usr/bin/chromium"
-SHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
-CALL = 51
-
-if not Path(CHROMIUM).exists() and not os.environ.get("CI") and not REQUIRE_ALL:
-    pytest.skip("Debian's chromium is not installed (.ci/run installs it)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    # Playwright's sync API runs an event loop in this thread; the ORM calls of the test
-    # itself are plain blocking calls all the same.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture
@@ -48,23 +25,6 @@ def worker(tmp_path, settings):
     w = Worker(tmp_path / "worker.log", worker_env(tmp_path)).start()
     yield w
     w.stop()
-
-
-def log_in(browser, live_server, user, viewport=(1280, 900)):
-    page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
-    page.set_default_timeout(20_000)
-    user.set_password("pw-for-the-browser")
-    user.save()
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", user.username)
-    page.fill("input[name=password]", "pw-for-the-browser")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
-    return page
-
-
-def shot(page, name: str) -> None:
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 def test_a_developer_registers_runs_and_inspects_a_job(team, live_server, browser, worker):

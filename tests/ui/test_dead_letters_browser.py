@@ -10,14 +10,13 @@ import pytest
 from batches.models import BatchConsumpQueue, BatchState
 from processes import lifecycle, schedules
 from processes.models import InstanceExec
-from tests.factories import QueueRowFactory
-from tests.ui.test_browser import browser, log_in, shot
+from tests.helpers.browser import log_in, shot
+from tests.helpers.factories import QueueRowFactory
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
     pytest.mark.browser,
 ]
-__all__ = ["browser"]  # the fixture, used by name
 
 
 def test_a_developer_reads_dead_letters_runs_and_discards_two_at_once(

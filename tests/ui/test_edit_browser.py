@@ -8,36 +8,22 @@ from __future__ import annotations
 import pytest
 
 from processes.models import Property
-from processes.registry import StepSpec, create_job
-from tests.factories import JOB_TYPE
-from tests.ui.test_browser import browser, log_in, shot
-from tests.ui.test_phone_browser import OVERFLOW, PHONE, STICKING_OUT
+from tests.helpers.browser import OVERFLOW, PHONE, STICKING_OUT, log_in, shot
+from tests.helpers.jobs import build_job, callable_step, sql_step
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
     pytest.mark.browser,
 ]
-__all__ = ["browser"]  # the fixture, used by name
-
-CALL, SQL = 51, 56
 
 
 def test_a_developer_edits_a_steps_sql_and_sees_it_on_the_job_page(team, live_server, browser):
-    job = create_job(
-        bus_domain=team.application,
-        name="daily_views",
-        process_type_id=JOB_TYPE,
-        steps=[
-            StepSpec(
-                "views_by_page",
-                SQL,
-                properties={"sql": {"query": "SELECT 1 AS x", "output_table": "web.views"}},
-            ),
-            StepSpec(
-                "notify",
-                CALL,
-                properties={"callable": {"path": "tests.processes.callables.sleep"}},
-            ),
+    job = build_job(
+        team,
+        "daily_views",
+        [
+            sql_step("views_by_page", "SELECT 1 AS x", output="web.views"),
+            callable_step("notify", "tests.processes.callables.sleep"),
         ],
     )
     page = log_in(browser, live_server, team.developer, viewport=(1100, 800))

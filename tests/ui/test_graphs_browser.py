@@ -12,14 +12,13 @@ import pytest
 
 from lineage.extract import dot_label
 from lineage.models import LineageNode, LineageRelation, NodeKind
-from tests.factories import JobFactory, LineageQueryFactory, StepFactory
-from tests.ui.test_browser import SHOTS, browser, log_in, shot
+from tests.helpers.browser import SHOTS, log_in, shot
+from tests.helpers.factories import JobFactory, LineageQueryFactory, StepFactory
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
     pytest.mark.browser,
 ]
-__all__ = ["browser"]  # the fixture, used by name
 
 FUNCTIONS = ("CAST", "SUM", "COALESCE", "UPPER", "DATE_TRUNC", "REGEXP_REPLACE", "ROUND")
 

@@ -9,13 +9,12 @@ import pytest
 
 from bdre import teams as services
 from bdre.models import Membership, Role
-from tests.ui.test_browser import browser, log_in, shot
+from tests.helpers.browser import log_in, shot
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
     pytest.mark.browser,
 ]
-__all__ = ["browser"]  # the fixture, used by name
 
 
 def test_an_invited_user_joins_the_team_only_when_he_accepts_in_the_browser(

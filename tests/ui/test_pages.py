@@ -11,8 +11,8 @@ from lineage.extract import extract, record
 from lineage.models import LineageNode
 from processes import lifecycle, schedules
 from processes.models import ExecState, InstanceExec
-from tests.factories import LineageQueryFactory, QueueRowFactory
-from tests.ui.conftest import client_as
+from tests.helpers.factories import LineageQueryFactory, QueueRowFactory
+from tests.helpers.pages import client_as
 
 pytestmark = pytest.mark.django_db
 

@@ -9,35 +9,14 @@ import re
 import pytest
 from django.test import Client
 
-from tests.factories import TEST_PASSWORD
-from tests.ui.test_browser import browser, log_in, shot
-from tests.ui.test_crawl import build_demo_world, crawl
+from tests.helpers.browser import OVERFLOW, PHONE, STICKING_OUT, log_in, shot
+from tests.helpers.demo_world import build_demo_world, crawl
+from tests.helpers.factories import TEST_PASSWORD
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
     pytest.mark.browser,
 ]
-__all__ = ["browser"]  # the fixture, used by name
-
-PHONE = (390, 844)
-OVERFLOW = "document.documentElement.scrollWidth - window.innerWidth"
-# The outermost elements that stick out on the right: what to fix when a page is too wide.
-STICKING_OUT = """() => {
-  const out = [];
-  for (const el of document.body.querySelectorAll("*")) {
-    if (el.getBoundingClientRect().right <= window.innerWidth + 1) continue;
-    let clipped = false;  // inside a box that scrolls or clips: the page does not widen
-    for (let up = el.parentElement; up && up !== document.body; up = up.parentElement) {
-      if (getComputedStyle(up).overflowX !== "visible") clipped = true;
-    }
-    if (clipped) continue;
-    if (out.some((o) => o.contains(el))) continue;
-    out.push(el);
-  }
-  return out.slice(0, 5).map((el) =>
-    [el.tagName.toLowerCase(), ...el.classList].join(".") + " in " +
-    (el.parentElement ? el.parentElement.tagName.toLowerCase() : ""));
-}"""
 
 
 def kinds_of_page(pages: list[str]) -> dict[str, str]:

@@ -8,11 +8,10 @@ import pytest
 
 from processes import schedules
 from processes.models import Process, ProcessTemplate
-from tests.ui.conftest import client_as
+from tests.helpers.jobs import CALL
+from tests.helpers.pages import client_as
 
 pytestmark = pytest.mark.django_db
-
-CALL = 51
 
 
 def form(team, name="orders", steps=None, **job):

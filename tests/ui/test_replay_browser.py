@@ -8,22 +8,16 @@ import pytest
 
 from batches.models import File
 from processes.models import InstanceExec
-from tests.processes.test_replay import chain, queued  # noqa: F401 (fixtures)
-from tests.ui.test_browser import browser, log_in, shot
+from tests.helpers.browser import log_in, shot
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
     pytest.mark.browser,
 ]
-__all__ = ["browser"]  # the fixture, used by name
 
 
 def test_a_developer_reprocesses_a_file_from_its_batch_page(
-    team,
-    live_server,
-    browser,
-    chain,  # noqa: F811
-    queued,  # noqa: F811
+    team, live_server, browser, chain, queued
 ):
     bad = File.objects.get(path__endswith="/a.csv")
     page = log_in(browser, live_server, team.developer, viewport=(1100, 800))

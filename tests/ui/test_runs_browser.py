@@ -10,14 +10,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from processes.models import ExecState, Trigger
-from tests.processes.test_runs import job_run
-from tests.ui.test_browser import browser, log_in, shot
+from tests.helpers.browser import log_in, shot
+from tests.helpers.runs import job_run
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
     pytest.mark.browser,
 ]
-__all__ = ["browser"]  # the fixture, used by name
 
 
 def test_the_dashboard_refreshes_itself_and_leads_to_the_runs_and_their_trend(

@@ -5,23 +5,23 @@ reads the step's traceback, searches the logs and downloads one. Screenshots go 
 from __future__ import annotations
 
 import pytest
+from playwright import sync_api
 
 from processes import orchestrator
-from tests.processes.conftest import callable_step, job_of
-from tests.ui.test_browser import SHOTS, browser, log_in, shot
+from tests.helpers.browser import SHOTS, log_in, shot
+from tests.helpers.jobs import build_job, callable_step
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
     pytest.mark.browser,
 ]
-__all__ = ["browser"]  # the fixture, used by name
 
 
 def test_a_viewer_reads_searches_and_downloads_a_failed_steps_log(
     team, live_server, browser, settings, tmp_path
 ):
     settings.BDRE_LOG_DIR = tmp_path / "step-logs"
-    job = job_of(
+    job = build_job(
         team,
         "talker",
         [
@@ -70,7 +70,7 @@ def test_the_run_page_tails_a_running_steps_log_without_a_reload(
 
     settings.BDRE_LOG_DIR = tmp_path / "step-logs"
     flag = tmp_path / "flag"
-    job = job_of(
+    job = build_job(
         team,
         "watched",
         [callable_step("talk", "tests.processes.callables.talk_until_flag", flag=str(flag))],
@@ -98,9 +98,8 @@ def test_the_run_page_tails_a_running_steps_log_without_a_reload(
         log.get_by_text("first line, before the flag").wait_for()
         assert "second line" not in log.inner_text()
         assert page.locator("[data-testid=run-state]").inner_text() == "RUNNING"
-        # It lasts until now while it runs, not 0 s.
-        page.wait_for_timeout(1500)
-        assert "0.0 s" not in page.locator("#live dl").first.inner_text()
+        # It lasts until now while it runs, not 0 s: the page's next refresh says more.
+        sync_api.expect(page.locator("#live dl").first).not_to_contain_text("0.0 s", timeout=15_000)
         shot(page, "step-logs-live-running")
 
         flag.write_text("go")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from bdre.models import Invitation, Membership, Role
-from tests.factories import UserFactory
-from tests.ui.conftest import client_as
+from tests.helpers.factories import UserFactory
+from tests.helpers.pages import client_as
 
 pytestmark = pytest.mark.django_db
 

@@ -10,11 +10,8 @@ from pathlib import Path
 import pytest
 
 from processes.models import Process
-from processes.registry import StepSpec, create_job
-from tests.factories import JOB_TYPE, grant_root
-
-SCAN_STEP_TYPE = 52  # generic-scan
-SINK_STEP_TYPE = 51  # python-callable
+from tests.helpers.factories import grant_root
+from tests.helpers.jobs import build_job, callable_step, scan_step
 
 
 class LocalLanding:
@@ -83,27 +80,17 @@ def ingest_job(team, landing):
     grant_root(team.group, landing.granted, metainfo=landing.metainfo)
 
     def make(**props: object) -> tuple[Process, Process, Process]:
-        scan_props = {
-            "location": landing.location,
-            "min_age_seconds": "0",
-            **landing.properties,
-            **{k: str(v) for k, v in props.items()},
-        }
-        job = create_job(
-            bus_domain=team.application,
-            name=f"ingest_{uuid.uuid4().hex[:6]}",
-            process_type_id=JOB_TYPE,
-            steps=[
-                StepSpec(
-                    "scan_" + uuid.uuid4().hex[:6], SCAN_STEP_TYPE, properties={"scan": scan_props}
-                )
-            ],
+        options = {**landing.properties, **{k: str(v) for k, v in props.items()}}
+        location = options.pop("location", landing.location)
+        job = build_job(
+            team,
+            f"ingest_{uuid.uuid4().hex[:6]}",
+            [scan_step("scan_" + uuid.uuid4().hex[:6], location, **options)],
         )
-        consumer = create_job(
-            bus_domain=team.application,
-            name=f"load_{uuid.uuid4().hex[:6]}",
-            process_type_id=JOB_TYPE,
-            steps=[StepSpec("load_" + uuid.uuid4().hex[:6], SINK_STEP_TYPE, upstream=[job.pk])],
+        consumer = build_job(
+            team,
+            f"load_{uuid.uuid4().hex[:6]}",
+            [callable_step("load_" + uuid.uuid4().hex[:6], upstream=[job])],
         )
         return job, job.steps.get(), consumer.steps.get()
 

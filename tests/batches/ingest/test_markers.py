@@ -9,11 +9,11 @@ from django.utils import timezone
 
 from batches.models import File, ScanState
 from processes import orchestrator
-from tests.api import api_as
-from tests.factories import grant_root, steps_job
+from tests.helpers.api import api_as
+from tests.helpers.factories import grant_root
+from tests.helpers.jobs import build_job, scan_step
 
 pytestmark = pytest.mark.django_db
-SCAN = 52
 
 
 @pytest.fixture
@@ -21,22 +21,8 @@ def scanned(team, tmp_path):
     landing = tmp_path / "landing"
     landing.mkdir()
     grant_root(team.group, landing)
-    job = steps_job(
-        team,
-        "ingest",
-        [
-            (
-                SCAN,
-                {
-                    "scan": {
-                        "location": landing.as_uri(),
-                        "min_age_seconds": "0",
-                        "reconcile_every": "0",  # only the marker decides what is listed
-                    }
-                },
-            )
-        ],
-    )
+    # reconcile_every 0: only the marker decides what is listed
+    job = build_job(team, "ingest", [scan_step("ingest_0", landing, reconcile_every="0")])
     for name in ("a.csv", "b.csv", "c.csv"):
         (landing / name).write_text(name)
     assert orchestrator.run_job(job.pk).succeeded
@@ -102,22 +88,7 @@ def test_only_the_teams_developers_move_a_marker(team, scanned, who, status):
 
 def test_a_step_sharing_its_location_counts_and_dates_only_the_files_it_takes(team, scanned):
     _step, landing = scanned
-    other = steps_job(
-        team,
-        "pages",
-        [
-            (
-                SCAN,
-                {
-                    "scan": {
-                        "location": landing.as_uri(),
-                        "include": "*.tsv",
-                        "min_age_seconds": "0",
-                    }
-                },
-            )
-        ],
-    ).steps.get()
+    other = build_job(team, "pages", [scan_step("pages_0", landing, include="*.tsv")]).steps.get()
     (landing / "d.tsv").write_text("d")
     from batches.ingest.scan import scan
 

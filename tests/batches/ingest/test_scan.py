@@ -257,7 +257,7 @@ def test_a_server_whose_secret_no_key_reads_fails_the_scan_saying_so(
     ingest_job, landing, team, settings
 ):
     from processes.models import Server
-    from tests.bdre.test_fields import lose_key_of
+    from tests.helpers.servers import lose_key_of
 
     server = Server.objects.create(
         team=team.group,
@@ -398,26 +398,13 @@ def test_two_steps_share_a_location_each_taking_the_files_its_include_names(inge
 def team_landings(team, settings, tmp_path):
     """Each team's own landing folder (no granted root), and a scan of the first team's."""
     from batches.locations import team_landing
-    from processes.registry import StepSpec, create_job
-    from tests.batches.ingest.conftest import SCAN_STEP_TYPE
-    from tests.factories import JOB_TYPE
+    from tests.helpers.jobs import build_job, scan_step
 
     settings.BDRE_LANDING = tmp_path / "landing"
     ours, theirs = team_landing(team.group.pk), team_landing(team.other_group.pk)
     ours.mkdir(parents=True)
     theirs.mkdir(parents=True)
-    job = create_job(
-        bus_domain=team.application,
-        name="ingest_ours",
-        process_type_id=JOB_TYPE,
-        steps=[
-            StepSpec(
-                "scan_ours",
-                SCAN_STEP_TYPE,
-                properties={"scan": {"location": ours.as_uri(), "min_age_seconds": "0"}},
-            )
-        ],
-    )
+    job = build_job(team, "ingest_ours", [scan_step("scan_ours", ours)])
     return ours, theirs, job.steps.get()
 
 

@@ -7,8 +7,8 @@ import pytest
 from lineage import graphs
 from lineage.extract import extract, record
 from lineage.models import LineageNode, LineageRelation
-from tests.factories import LineageQueryFactory
-from tests.lineage.graphs.helpers import edge_names, labels
+from tests.helpers.factories import LineageQueryFactory
+from tests.helpers.graphs import edge_names, labels
 
 SCHEMA = {
     "lake": {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from lineage import graphs
-from tests.lineage.graphs.helpers import odd_graph
+from tests.helpers.graphs import odd_graph
 
 
 def test_the_dot_escapes_quotes_and_keeps_labels():

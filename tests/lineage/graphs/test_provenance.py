@@ -6,14 +6,14 @@ import pytest
 
 from batches.models import BatchState
 from lineage import graphs
-from tests.factories import (
+from tests.helpers.factories import (
     BatchFactory,
     FileFactory,
     InstanceExecFactory,
     QueueRowFactory,
     StepFactory,
 )
-from tests.lineage.graphs.helpers import edge_names, labels
+from tests.helpers.graphs import edge_names, labels
 
 pytestmark = pytest.mark.django_db
 

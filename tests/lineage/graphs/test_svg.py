@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 from lineage import graphs
 from lineage.graphs import svg, text
 from lineage.graphs.labels import Box
-from tests.lineage.graphs.helpers import (
+from tests.helpers.graphs import (
     column_lineage_graph,
     crowded_graph,
     long_names_graph,

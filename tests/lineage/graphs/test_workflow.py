@@ -6,8 +6,8 @@ import pytest
 
 from lineage import graphs
 from processes.models import ExecState
-from tests.factories import InstanceExecFactory, JobFactory, StepFactory
-from tests.lineage.graphs.helpers import edge_names
+from tests.helpers.factories import InstanceExecFactory, JobFactory, StepFactory
+from tests.helpers.graphs import edge_names
 
 pytestmark = pytest.mark.django_db
 

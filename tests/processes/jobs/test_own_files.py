@@ -13,10 +13,10 @@ from batches.locations import team_landing
 from batches.models import File, HiveTable
 from processes import orchestrator
 from processes.models import InstanceExec, ProcessLog
-from tests.factories import steps_job
+from processes.registry import StepSpec
+from tests.helpers.jobs import LOAD, SHRED, build_job, scan_step
 
 pytestmark = pytest.mark.django_db
-SCAN, LOAD, SHRED = 52, 53, 55
 PAYROLL = "name,salary\nalice,100000\n"
 
 
@@ -36,10 +36,11 @@ def scanned(team, ours, kind: int = LOAD, props: dict | None = None):
     """``ours/feed/orders.csv`` registered by a scan, and a job of one step of ``kind``
     (a csv load by default) waiting to read it."""
     (ours / "feed" / "orders.csv").write_text("name,salary\nbob,1\n")
-    scan = {"scan": {"location": (ours / "feed").as_uri(), "min_age_seconds": "0"}}
-    ingest = steps_job(team, "ingest", [(SCAN, scan)])
+    ingest = build_job(team, "ingest", [scan_step("ingest_0", ours / "feed")])
     load = props or {"load": {"format": "csv", "table": "lake.orders"}}
-    loader = steps_job(team, "loader", [(kind, load)], [ingest])
+    loader = build_job(
+        team, "loader", [StepSpec("loader_0", kind, upstream=[ingest.pk], properties=load)]
+    )
     assert orchestrator.run_job(ingest.pk).succeeded
     assert File.objects.get().path == (ours / "feed" / "orders.csv").as_uri()
     return loader

@@ -10,12 +10,10 @@ import pytest
 from processes import orchestrator
 from processes.jobs.python_callable import RefusedCallable, is_allowed, resolve
 from processes.models import ExecState, InstanceExec, Process, ProcessLog, Property
-from processes.registry import StepSpec, create_job
-from tests.api import api_as
-from tests.factories import JOB_TYPE
+from tests.helpers.api import api_as
+from tests.helpers.jobs import build_job, callable_step
 
 pytestmark = pytest.mark.django_db
-CALL = 51
 ATTACKS = [
     "os.system",
     "subprocess.run",
@@ -31,15 +29,6 @@ ATTACKS = [
     "processes.examples",
     "../../etc/passwd",
 ]
-
-
-def callable_job(team, path: str) -> Process:
-    return create_job(
-        bus_domain=team.application,
-        name="tool",
-        process_type_id=JOB_TYPE,
-        steps=[StepSpec("tool_call", CALL, properties={"callable": {"path": path}})],
-    )
 
 
 @pytest.mark.parametrize(
@@ -106,7 +95,7 @@ def test_a_developer_cannot_register_a_step_calling_a_function_not_allowed(team,
 
 
 def test_a_developer_cannot_point_a_step_at_os_system_through_the_properties_api(team):
-    job = callable_job(team, "processes.examples.noop")
+    job = build_job(team, "tool", [callable_step("tool_call", "processes.examples.noop")])
     prop = Property.objects.get(process__parent=job, config_group="callable", key="path")
     response = api_as(team.developer).patch(
         f"/api/v1/properties/{prop.pk}/", {"value": "os.system"}, format="json"
@@ -122,7 +111,7 @@ def test_a_developer_cannot_point_a_step_at_os_system_through_the_properties_api
 
 @pytest.mark.parametrize("path", ATTACKS)
 def test_a_path_changed_behind_the_registry_fails_the_run_without_calling_it(team, path):
-    job = callable_job(team, "processes.examples.noop")
+    job = build_job(team, "tool", [callable_step("tool_call", "processes.examples.noop")])
     Property.objects.filter(process__parent=job, config_group="callable").update(value=path)
     outcome = orchestrator.run_job(job.pk)
     assert not outcome.succeeded
@@ -135,7 +124,8 @@ def test_a_path_changed_behind_the_registry_fails_the_run_without_calling_it(tea
 
 
 def test_an_allowed_function_runs_and_counts(team):
-    outcome = orchestrator.run_job(callable_job(team, "processes.examples.log_batches").pk)
+    job = build_job(team, "tool", [callable_step("tool_call", "processes.examples.log_batches")])
+    outcome = orchestrator.run_job(job.pk)
     assert outcome.succeeded, outcome.error
     run = InstanceExec.objects.filter(process__name="tool_call").get()
     assert run.counters["called"] == "processes.examples.log_batches"
@@ -149,9 +139,10 @@ def test_an_allowed_function_runs_and_counts(team):
 def test_a_callable_using_the_spark_context_says_a_connect_session_has_none(team, spark):
     from processes.jobs.spark_session import is_connect
 
-    outcome = orchestrator.run_job(
-        callable_job(team, "tests.processes.callables.spark_context_user").pk
+    job = build_job(
+        team, "tool", [callable_step("tool_call", "tests.processes.callables.spark_context_user")]
     )
+    outcome = orchestrator.run_job(job.pk)
     run = InstanceExec.objects.filter(process__parent__name="tool").get()
     if not is_connect(spark):  # a driver in this process: the SparkContext is there
         assert outcome.succeeded, outcome.error
@@ -177,7 +168,8 @@ def test_what_a_connect_session_lacks_is_named_without_spark(team, monkeypatch):
         )
 
     monkeypatch.setattr("tests.processes.callables.sleep", lacking)
-    outcome = orchestrator.run_job(callable_job(team, "tests.processes.callables.sleep").pk)
+    job = build_job(team, "tool", [callable_step("tool_call", "tests.processes.callables.sleep")])
+    outcome = orchestrator.run_job(job.pk)
     assert not outcome.succeeded
     run = InstanceExec.objects.filter(process__parent__name="tool").get()
     assert "uses `_jvm`, which a Spark Connect session (SPARK_REMOTE)" in run.error, run.error

@@ -17,10 +17,11 @@ from batches.models import HiveTable
 from bdre import s3a_jars
 from processes import orchestrator
 from processes.jobs.spark_session import session_conf
-from tests.conftest import S3A_MISSING, one_jvm_only, skip_unless_required
-from tests.factories import HiveTableFactory, grant_root, steps_job
+from tests.helpers.factories import HiveTableFactory, grant_root
+from tests.helpers.jobs import build_job, callable_step, load_step, scan_step, sql_step
+from tests.helpers.machine import skip_unless_required
+from tests.helpers.spark import S3A_MISSING, one_jvm_only
 
-SCAN, LOAD, SQL, CALLABLE = 52, 53, 56, 51
 COMPAT = {f"spark.hadoop.{k}": v for k, v in s3a_jars.COMPAT_HADOOP_CONF.items()}
 
 
@@ -158,34 +159,25 @@ def pipeline(team, name: str, location: str, table: str, *, fail: bool = False):
     """A scan of ``location`` and a job loading its CSV files into ``table`` and summing
     them per name with Spark SQL into ``<table>_totals`` (then, with ``fail``, a step that
     fails once)."""
-    ingest = steps_job(
-        team, f"{name}_in", [(SCAN, {"scan": {"location": location, "min_age_seconds": "0"}})]
-    )
+    ingest = build_job(team, f"{name}_in", [scan_step(f"{name}_in_0", location)])
     steps = [
-        (
-            LOAD,
-            {
-                "load": {
-                    "format": "csv",
-                    "table": table,
-                    "schema": "id INT, name STRING, amount DOUBLE",
-                }
-            },
+        load_step(
+            f"{name}_0",
+            table,
+            format="csv",
+            upstream=[ingest],
+            schema="id INT, name STRING, amount DOUBLE",
         ),
-        (
-            SQL,
-            {
-                "sql": {
-                    "query": f"SELECT name, sum(amount) AS total, count(*) AS orders FROM {table} "
-                    "WHERE batch_id IN ({batch_ids}) GROUP BY name",
-                    "output_table": f"{table}_totals",
-                }
-            },
+        sql_step(
+            f"{name}_1",
+            f"SELECT name, sum(amount) AS total, count(*) AS orders FROM {table} "
+            "WHERE batch_id IN ({batch_ids}) GROUP BY name",
+            output=f"{table}_totals",
         ),
     ]
     if fail:
-        steps.append((CALLABLE, {"callable": {"path": f"{__name__}.fail_once"}}))
-    return ingest, steps_job(team, name, steps, upstream=[ingest])
+        steps.append(callable_step(f"{name}_2", f"{__name__}.fail_once"))
+    return ingest, build_job(team, name, steps)
 
 
 def rows(spark, table: str) -> list[tuple]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from processes.models import Process
-from tests.api import api_as
+from tests.helpers.api import api_as
 
 pytestmark = pytest.mark.django_db
 

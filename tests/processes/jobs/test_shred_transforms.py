@@ -13,7 +13,7 @@ from pyspark.testing import assertDataFrameEqual
 from processes.jobs import shred
 from processes.jobs.enriched_fields import FIELDS
 from processes.jobs.spark_shred import STRATEGIES, shred_and_dedupe
-from tests.data.enriched import EventFactory, line_of
+from tests.helpers.enriched import EventFactory, line_of
 
 
 def raw(spark, lines: list[str], source: str = "file:///landing/a.tsv"):

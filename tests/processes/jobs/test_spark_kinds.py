@@ -15,13 +15,22 @@ from lineage.steps import jdbc_name
 from processes import orchestrator, replay
 from processes.jobs import spark_cleanse, spark_sql
 from processes.models import InstanceExec
-from tests.conftest import one_jvm_only
-from tests.factories import grant_root, steps_job
-from tests.lineage.openlineage_schema import validate_run_event
-from tests.lineage.test_extract import deeply_nested
+from processes.registry import StepSpec
+from tests.helpers.factories import grant_root
+from tests.helpers.jobs import (
+    CLEANSE,
+    EXPORT,
+    build_job,
+    callable_step,
+    load_step,
+    scan_step,
+    sql_step,
+)
+from tests.helpers.lineage import deeply_nested
+from tests.helpers.openlineage_schema import validate_run_event
+from tests.helpers.spark import one_jvm_only
 
 pytestmark = pytest.mark.django_db
-SCAN, LOAD, CLEANSE, SQL, EXPORT = 52, 53, 54, 56, 57
 
 RULES = json.dumps(
     [
@@ -78,6 +87,7 @@ def counters(step_name: str) -> dict:
     return InstanceExec.objects.filter(process__name=step_name).order_by("-id").first().counters
 
 
+@pytest.mark.representative  # the cluster tests run it again on each target
 def test_load_cleanse_sql_and_export_end_to_end(
     team, lake, spark, settings, django_capture_on_commit_callbacks
 ):
@@ -87,27 +97,23 @@ def test_load_cleanse_sql_and_export_end_to_end(
     (landing / "orders-2.csv").write_text(
         'id,email,amount\n3,"c@x.org",1.5\n4,d@x.org,"9,5"\n5,e@x.org,1,one field too many\n'
     )
-    ingest = steps_job(
-        team, "ingest", [(SCAN, {"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}})]
-    )
+    ingest = build_job(team, "ingest", [scan_step("ingest_0", landing)])
     export_dir = lake / "exports"
-    orders = steps_job(
+    orders = build_job(
         team,
         "orders",
         [
-            (
-                LOAD,
-                {
-                    "load": {
-                        "format": "csv",
-                        "table": "lake.orders_raw",
-                        "schema": "id STRING, email STRING, amount STRING",
-                    }
-                },
+            load_step(
+                "orders_0",
+                "lake.orders_raw",
+                format="csv",
+                upstream=[ingest],
+                schema="id STRING, email STRING, amount STRING",
             ),
-            (
+            StepSpec(
+                "orders_1",
                 CLEANSE,
-                {
+                properties={
                     "cleanse": {
                         "source_table": "lake.orders_raw",
                         "rules": RULES,
@@ -116,19 +122,16 @@ def test_load_cleanse_sql_and_export_end_to_end(
                     }
                 },
             ),
-            (
-                SQL,
-                {
-                    "sql": {
-                        "query": "SELECT count(*) AS orders, sum(amount) AS total FROM lake.orders "
-                        "WHERE batch_id IN ({batch_ids})",
-                        "output_table": "lake.order_totals",
-                    }
-                },
+            sql_step(
+                "orders_2",
+                "SELECT count(*) AS orders, sum(amount) AS total FROM lake.orders "
+                "WHERE batch_id IN ({batch_ids})",
+                output="lake.order_totals",
             ),
-            (
+            StepSpec(
+                "orders_3",
                 EXPORT,
-                {
+                properties={
                     "export": {
                         "source_table": "lake.order_totals",
                         "format": "csv",
@@ -137,7 +140,6 @@ def test_load_cleanse_sql_and_export_end_to_end(
                 },
             ),
         ],
-        upstream=[ingest],
     )
     assert orchestrator.run_job(ingest.pk).succeeded
     with django_capture_on_commit_callbacks(execute=True):
@@ -236,17 +238,14 @@ def test_load_cleanse_sql_and_export_end_to_end(
 def test_a_rerun_replaces_its_partition(team, lake, spark):
     landing = lake / "landing"
     (landing / "a.json").write_text('{"id": 1}\n{"id": 2}\n')
-    ingest = steps_job(
-        team, "ingest", [(SCAN, {"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}})]
-    )
-    loader = steps_job(
+    ingest = build_job(team, "ingest", [scan_step("ingest_0", landing)])
+    loader = build_job(
         team,
         "loader",
         [
-            (LOAD, {"load": {"format": "json", "table": "lake.things"}}),
-            (51, {"callable": {"path": "tests.processes.jobs.test_spark_kinds.fail_once"}}),
+            load_step("loader_0", "lake.things", format="json", upstream=[ingest]),
+            callable_step("loader_1", "tests.processes.jobs.test_spark_kinds.fail_once"),
         ],
-        upstream=[ingest],
     )
     orchestrator.run_job(ingest.pk)
     FAILS.clear()
@@ -275,19 +274,18 @@ def fail_once(context):
 def test_export_to_a_jdbc_table(team, lake, spark):
     landing = lake / "landing"
     (landing / "a.tsv").write_text("id\tname\n1\tone\n2\ttwo\n")
-    ingest = steps_job(
-        team, "ingest", [(SCAN, {"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}})]
-    )
+    ingest = build_job(team, "ingest", [scan_step("ingest_0", landing)])
     url = f"jdbc:derby:memory:bdre{id(lake)};create=true"
     grant_root(team.group, url, server_type="jdbc")  # the database the superuser granted
-    flow = steps_job(
+    flow = build_job(
         team,
         "flow",
         [
-            (LOAD, {"load": {"format": "tsv", "table": "lake.names"}}),
-            (
+            load_step("flow_0", "lake.names", format="tsv", upstream=[ingest]),
+            StepSpec(
+                "flow_1",
                 EXPORT,
-                {
+                properties={
                     "export": {
                         "source_table": "lake.names",
                         "format": "jdbc",
@@ -298,7 +296,6 @@ def test_export_to_a_jdbc_table(team, lake, spark):
                 },
             ),
         ],
-        upstream=[ingest],
     )
     orchestrator.run_job(ingest.pk)
     outcome = orchestrator.run_job(flow.pk)
@@ -319,20 +316,19 @@ def test_a_jdbc_export_run_again_leaves_each_row_once(team, lake, spark):
     to (nothing twice), and the plan of the reprocess names the table's batch."""
     landing = lake / "landing"
     (landing / "a.tsv").write_text("id\tname\n1\tone\n2\ttwo\n")
-    ingest = steps_job(
-        team, "ingest", [(SCAN, {"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}})]
-    )
+    ingest = build_job(team, "ingest", [scan_step("ingest_0", landing)])
     url = f"jdbc:derby:memory:bdre{id(lake)}again;create=true"
     grant_root(team.group, url, server_type="jdbc")
     driver = "org.apache.derby.jdbc.EmbeddedDriver"
-    flow = steps_job(
+    flow = build_job(
         team,
         "flow",
         [
-            (LOAD, {"load": {"format": "tsv", "table": "lake.names"}}),
-            (
+            load_step("flow_0", "lake.names", format="tsv", upstream=[ingest]),
+            StepSpec(
+                "flow_1",
                 EXPORT,
-                {
+                properties={
                     "export": {
                         "source_table": "lake.names",
                         "format": "jdbc",
@@ -342,9 +338,8 @@ def test_a_jdbc_export_run_again_leaves_each_row_once(team, lake, spark):
                     }
                 },
             ),
-            (51, {"callable": {"path": "tests.processes.jobs.test_spark_kinds.fail_once"}}),
+            callable_step("flow_2", "tests.processes.jobs.test_spark_kinds.fail_once"),
         ],
-        upstream=[ingest],
     )
     orchestrator.run_job(ingest.pk)
     FAILS.clear()
@@ -373,19 +368,20 @@ def test_a_jdbc_export_run_again_leaves_each_row_once(team, lake, spark):
 def test_a_query_the_lineage_parser_cannot_resolve_still_runs(team, lake, spark):
     landing = lake / "landing"
     (landing / "a.json").write_text('{"id": 1}\n{"id": 2}\n')
-    ingest = steps_job(
-        team, "ingest", [(SCAN, {"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}})]
-    )
-    loader = steps_job(
-        team, "loader", [(LOAD, {"load": {"format": "json", "table": "lake.things"}})], [ingest]
+    ingest = build_job(team, "ingest", [scan_step("ingest_0", landing)])
+    loader = build_job(
+        team, "loader", [load_step("loader_0", "lake.things", format="json", upstream=[ingest])]
     )
     # A view Spark knows and BDRE never registered: the lineage parser knows no such table.
     # (Reading files by path, which this test once used, is refused: test_spark_sql_sandbox.)
-    reader = steps_job(
+    reader = build_job(
         team,
         "reader",
-        [(SQL, {"sql": {"query": "SELECT id FROM unregistered_ids", "output_table": "lake.ids"}})],
-        [loader],
+        [
+            sql_step(
+                "reader_0", "SELECT id FROM unregistered_ids", output="lake.ids", upstream=[loader]
+            )
+        ],
     )
     orchestrator.run_job(ingest.pk)
     assert orchestrator.run_job(loader.pk).succeeded

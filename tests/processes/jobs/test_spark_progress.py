@@ -8,10 +8,10 @@ import pytest
 from processes import logfiles, orchestrator
 from processes.jobs.spark_session import application_id, is_connect
 from processes.models import ExecState, InstanceExec
-from tests.factories import steps_job
+from tests.helpers.jobs import build_job, sql_step
 
-pytestmark = [pytest.mark.django_db, pytest.mark.spark]
-SQL = 56
+# connect: the progress a step logs comes from a Connect server another way (its listener).
+pytestmark = [pytest.mark.django_db, pytest.mark.spark, pytest.mark.connect]
 
 
 @pytest.fixture
@@ -24,10 +24,6 @@ def numbers(tmp_path, settings, spark):
     spark.catalog.dropTempView("numbers")
 
 
-def sql_job(team, query: str):
-    return steps_job(team, "report", [(SQL, {"sql": {"query": query, "output_table": "lake.n"}})])
-
-
 def step_log(outcome) -> str:
     step_run = InstanceExec.objects.get(parent_id=outcome.instance_exec_id)
     return "\n".join(logfiles.read(step_run).lines)
@@ -36,7 +32,12 @@ def step_log(outcome) -> str:
 def test_a_failed_spark_sql_step_logs_its_application_and_sparks_analysis_error(
     team, spark, numbers
 ):
-    outcome = orchestrator.run_job(sql_job(team, "SELECT no_such_column FROM numbers").pk)
+    job = build_job(
+        team,
+        "report",
+        [sql_step("report_0", "SELECT no_such_column FROM numbers", output="lake.n")],
+    )
+    outcome = orchestrator.run_job(job.pk)
     assert not outcome.succeeded
     step_run = InstanceExec.objects.get(parent_id=outcome.instance_exec_id)
     assert step_run.exec_state_id == ExecState.FAILED
@@ -49,7 +50,12 @@ def test_a_failed_spark_sql_step_logs_its_application_and_sparks_analysis_error(
 
 
 def test_a_spark_steps_log_follows_its_spark_jobs_and_stages(team, spark, numbers):
-    outcome = orchestrator.run_job(sql_job(team, "SELECT id * 2 AS twice FROM numbers").pk)
+    job = build_job(
+        team,
+        "report",
+        [sql_step("report_0", "SELECT id * 2 AS twice FROM numbers", output="lake.n")],
+    )
+    outcome = orchestrator.run_job(job.pk)
     assert outcome.succeeded, outcome.error
     text = step_log(outcome)
     assert "step report_0 finished in" in text

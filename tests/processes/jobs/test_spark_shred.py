@@ -20,8 +20,8 @@ from processes.jobs import shred
 from processes.jobs.manifest import open_manifest
 from processes.jobs.spark_shred import STRATEGIES, shred_and_dedupe
 from processes.models import InstanceExec, Property
-from tests.data.enriched import CONTEXTS_SCHEMA, EventFactory, line_of
-from tests.processes.pipelines import shred_pipeline
+from tests.helpers.enriched import CONTEXTS_SCHEMA, EventFactory, line_of
+from tests.helpers.pipelines import shred_pipeline
 
 pytestmark = pytest.mark.django_db
 
@@ -75,6 +75,7 @@ def accounted(c: dict) -> bool:
     return c["rows_in"] == c["rows_out"] + c["bad_rows"] + removed
 
 
+@pytest.mark.representative  # the cluster tests run it again on each target
 @pytest.mark.parametrize("manifest", ["database", "parquet"])
 def test_shred_counts_every_row_and_writes_the_tables(pipeline, lake, spark, settings, manifest):
     ingest, shred_job = pipeline(manifest)
@@ -246,7 +247,7 @@ def test_cross_batch_synthetic_gets_a_new_id_and_the_duplicate_context(
     land(lake, "a.tsv", first_lines)
     run(ingest, shred_job)
     reused = first_events[0]["event_id"]
-    from tests.data.enriched import line_of
+    from tests.helpers.enriched import line_of
 
     land(lake, "b.tsv", [line_of(factory.event(event_id=reused))])
     second = run(ingest, shred_job)

@@ -11,12 +11,11 @@ from batches.models import HiveTable
 from processes import orchestrator
 from processes.jobs import spark_sql
 from processes.models import ExecState, InstanceExec, Process, ProcessLog, Property
-from processes.registry import StepSpec, create_job
-from tests.api import api_as
-from tests.factories import JOB_TYPE, grant_root
+from tests.helpers.api import api_as
+from tests.helpers.factories import grant_root
+from tests.helpers.jobs import build_job, load_step, scan_step, sql_step
 
 pytestmark = pytest.mark.django_db
-SCAN, LOAD, SQL = 52, 53, 56
 
 # One statement per refused form, with the words the run's error must carry.
 ATTACKS = [
@@ -81,22 +80,6 @@ def lake(tmp_path, settings, spark, team):
     return tmp_path
 
 
-def sql_job(team, name: str, query: str, upstream=None, output: str = "lake.stolen"):
-    return create_job(
-        bus_domain=team.application,
-        name=name,
-        process_type_id=JOB_TYPE,
-        steps=[
-            StepSpec(
-                f"{name}_sql",
-                SQL,
-                upstream=[u.pk for u in upstream or []],
-                properties={"sql": {"query": query, "output_table": output}},
-            )
-        ],
-    )
-
-
 def behind_the_registry(job: Process, query: str) -> None:
     """The property changed where no service checks it (a database edit, an old row)."""
     Property.objects.filter(process__parent=job, config_group="sql", key="query").update(
@@ -148,7 +131,7 @@ def test_a_developer_cannot_register_a_statement_outside_the_sandbox(team, attac
 
 
 def test_a_developer_cannot_change_a_query_into_an_attack_through_the_properties_api(team):
-    job = sql_job(team, "report", "SELECT 1 AS a")
+    job = build_job(team, "report", [sql_step("report_sql", "SELECT 1 AS a", output="lake.stolen")])
     prop = Property.objects.get(process__parent=job, key="query")
     dev = api_as(team.developer)
     response = dev.patch(
@@ -180,7 +163,7 @@ def test_a_developer_cannot_change_a_query_into_an_attack_through_the_properties
 def test_a_statement_outside_the_sandbox_fails_its_run_and_writes_nothing(
     team, lake, attack, reason
 ):
-    job = sql_job(team, "report", "SELECT 1 AS a")
+    job = build_job(team, "report", [sql_step("report_sql", "SELECT 1 AS a", output="lake.stolen")])
     behind_the_registry(
         job,
         attack.replace("{warehouse}", str(lake / "warehouse")).replace(
@@ -192,7 +175,7 @@ def test_a_statement_outside_the_sandbox_fails_its_run_and_writes_nothing(
 
 
 def test_placeholders_are_rendered_before_the_statement_is_checked(team, lake):
-    job = sql_job(team, "report", "SELECT 1 AS a")
+    job = build_job(team, "report", [sql_step("report_sql", "SELECT 1 AS a", output="lake.stolen")])
     behind_the_registry(
         job, "SELECT * FROM text.`/etc/passwd` WHERE {target_batch_id} IN ({batch_ids})"
     )
@@ -220,12 +203,13 @@ SPARK_REFUSES = [
 ]
 
 
+@pytest.mark.connect  # what Spark Connect changes: run again through a server
 @pytest.mark.parametrize(("attack", "reason"), SPARK_REFUSES)
 def test_with_the_guard_bypassed_spark_itself_still_refuses(
     team, lake, monkeypatch, attack, reason
 ):
     monkeypatch.setattr(spark_sql, "check_statement", lambda statement: None)
-    job = sql_job(team, "report", "SELECT 1 AS a")
+    job = build_job(team, "report", [sql_step("report_sql", "SELECT 1 AS a", output="lake.stolen")])
     behind_the_registry(job, attack)
     outcome = orchestrator.run_job(job.pk)
     assert not outcome.succeeded
@@ -234,13 +218,14 @@ def test_with_the_guard_bypassed_spark_itself_still_refuses(
     assert not HiveTable.objects.filter(table_name="stolen").exists()
 
 
+@pytest.mark.connect  # what Spark Connect changes: run again through a server
 def test_with_the_guard_bypassed_spark_substitutes_no_variable_into_the_statement(
     team, lake, monkeypatch
 ):
     """Attack 2 behind the guard: Spark's variable substitution is off, so the run's error is
     the statement's own text, not the worker's home or settings."""
     monkeypatch.setattr(spark_sql, "check_statement", lambda statement: None)
-    job = sql_job(team, "report", "SELECT 1 AS a")
+    job = build_job(team, "report", [sql_step("report_sql", "SELECT 1 AS a", output="lake.stolen")])
     behind_the_registry(
         job, "SELECT raise_error(concat('${env:HOME}', ' ', '${spark:spark.sql.warehouse.dir}'))"
     )
@@ -250,11 +235,13 @@ def test_with_the_guard_bypassed_spark_substitutes_no_variable_into_the_statemen
     assert "${env:HOME} ${spark:spark.sql.warehouse.dir}" in run.error
 
 
+@pytest.mark.connect  # what Spark Connect changes: run again through a server
 def test_the_session_substitutes_no_variable(spark):
     assert spark.conf.get("spark.sql.variable.substitute") == "false"
     assert spark.sql("SELECT '${env:HOME}' AS home").collect()[0]["home"] == "${env:HOME}"
 
 
+@pytest.mark.connect  # what Spark Connect changes: run again through a server
 def test_the_session_cannot_be_talked_out_of_restricted_mode(spark):
     from pyspark.errors import AnalysisException
 
@@ -272,35 +259,15 @@ def test_a_semantic_query_with_a_cte_a_join_a_window_and_aggregates_still_runs(t
         '{"id": 1, "cust": "a", "amount": 2.5}\n{"id": 2, "cust": "a", "amount": 4.0}\n'
         '{"id": 3, "cust": "b", "amount": 1.0}\n{"id": 4, "cust": "c", "amount": 9.0}\n'
     )
-    ingest = create_job(
-        bus_domain=team.application,
-        name="ingest",
-        process_type_id=JOB_TYPE,
-        steps=[
-            StepSpec(
-                "ingest_scan",
-                SCAN,
-                properties={"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}},
-            )
-        ],
-    )
-    orders = create_job(
-        bus_domain=team.application,
-        name="orders",
-        process_type_id=JOB_TYPE,
-        steps=[
-            StepSpec(
-                "orders_load",
-                LOAD,
-                upstream=[ingest.pk],
-                properties={"load": {"format": "json", "table": "lake.orders"}},
-            ),
-            StepSpec(
+    ingest = build_job(team, "ingest", [scan_step("ingest_scan", landing)])
+    orders = build_job(
+        team,
+        "orders",
+        [
+            load_step("orders_load", "lake.orders", format="json", upstream=[ingest]),
+            sql_step(
                 "orders_rank",
-                SQL,
-                properties={
-                    "sql": {
-                        "query": """
+                """
                             WITH o AS (
                                 SELECT cust, amount FROM lake.orders
                                 WHERE batch_id IN ({batch_ids})
@@ -311,9 +278,7 @@ def test_a_semantic_query_with_a_cte_a_join_a_window_and_aggregates_still_runs(t
                             FROM c JOIN o ON o.cust = c.cust
                             GROUP BY c.cust
                         """,
-                        "output_table": "lake.customer_rank",
-                    }
-                },
+                output="lake.customer_rank",
             ),
         ],
     )

@@ -14,32 +14,12 @@ from batches.models import HiveTable
 from processes import orchestrator
 from processes.jobs.spark_session import REDACTED, get_spark, is_connect
 from processes.models import ExecState, InstanceExec, Process, ProcessLog, Property
-from tests.api import api_as
-from tests.factories import steps_job
+from tests.helpers.api import api_as
+from tests.helpers.jobs import build_job, sql_step
 
 pytestmark = pytest.mark.django_db
-SQL, CALL = 56, 51
 ROWS = "SELECT * FROM VALUES (1), (2), (3) AS t(x)"
 PER_FILE = "spark.sql.files.maxRecordsPerFile"
-
-
-def sql_job(team, name: str, *steps: dict) -> Process:
-    """A job of ``spark.sql`` steps without upstream (each reads the three rows of
-    :data:`ROWS`), one for each dict of ``spark`` options."""
-    return steps_job(
-        team,
-        name,
-        [
-            (
-                SQL,
-                {
-                    "sql": {"query": ROWS, "output_table": f"lake.{name}_{i}"},
-                    **({"spark": options} if options else {}),
-                },
-            )
-            for i, options in enumerate(steps)
-        ],
-    )
 
 
 def register(team, step: dict) -> object:
@@ -84,7 +64,7 @@ def test_a_pipeline_with_an_option_a_step_may_not_set_is_a_400(team, key, reason
     assert not Process.objects.filter(name__startswith="tuned").exists()
 
 
-def sql_step(options: dict) -> dict:
+def sql_step_document(options: dict) -> dict:
     return {
         "name": "tuned_sql",
         "process_type": "generic-sql",
@@ -96,7 +76,7 @@ def test_an_adaptive_option_naming_a_class_is_a_400_that_names_it(team):
     # Attack 5 of issue 28: the prefix spark.sql.adaptive. let this through, and the shared
     # worker loaded the class ("not a subclass of CostEvaluator").
     key = "spark.sql.adaptive.customCostEvaluatorClass"
-    response = register(team, sql_step({key: "java.lang.String"}))
+    response = register(team, sql_step_document({key: "java.lang.String"}))
     assert response.status_code == 400, response.content
     assert (
         f"spark option {key}: not one of the Spark SQL options a step may set"
@@ -117,7 +97,7 @@ def test_an_adaptive_option_naming_a_class_is_a_400_that_names_it(team):
 def test_a_badly_typed_spark_option_is_a_400_that_names_it_and_what_it_expects(
     team, key, value, expected
 ):
-    response = register(team, sql_step({key: value}))
+    response = register(team, sql_step_document({key: value}))
     assert response.status_code == 400, response.content
     assert f"spark option {key}: {value!r} is not {expected}" in response.content.decode()
     assert not Process.objects.filter(name__startswith="tuned").exists()
@@ -134,7 +114,7 @@ def test_a_pipeline_with_well_typed_options_is_registered(team):
         "spark.sql.broadcastTimeout": "600s",
         "spark.sql.parquet.compression.codec": "zstd",
     }
-    response = register(team, sql_step(options))
+    response = register(team, sql_step_document(options))
     assert response.status_code in (200, 201), response.content
     step = Process.objects.get(name="tuned_sql")
     stored = Property.objects.filter(process=step, config_group="spark")
@@ -155,7 +135,7 @@ def test_a_spark_option_on_a_step_that_is_not_spark_is_a_400(team):
 
 
 def test_the_properties_api_refuses_an_option_and_takes_an_allowed_one(team):
-    step = sql_job(team, "tuned", {}).steps.get()
+    step = build_job(team, "tuned", [sql_step("tuned_0", ROWS, output="lake.tuned_0")]).steps.get()
     api = api_as(team.developer)
     refused = api.post(
         "/api/v1/properties/",
@@ -184,7 +164,9 @@ def test_the_properties_api_refuses_an_option_and_takes_an_allowed_one(team):
 
 
 def test_an_option_changed_behind_the_registry_fails_the_run_with_the_reason(team):
-    job = sql_job(team, "tuned", {PER_FILE: "1"})
+    job = build_job(
+        team, "tuned", [sql_step("tuned_0", ROWS, output="lake.tuned_0", spark={PER_FILE: "1"})]
+    )
     Property.objects.filter(process__parent=job, config_group="spark").update(
         key="spark.executor.memory"
     )
@@ -223,6 +205,7 @@ def session_secrets(spark):
         spark.conf.unset(key)
 
 
+@pytest.mark.connect  # what Spark Connect changes: run again through a server
 def test_a_steps_options_hold_while_it_runs_and_are_gone_for_the_next_step(
     team, spark, settings, tmp_path, session_secrets
 ):
@@ -231,7 +214,19 @@ def test_a_steps_options_hold_while_it_runs_and_are_gone_for_the_next_step(
     partitions_before = session.conf.get("spark.sql.shuffle.partitions")
     assert session.conf.get(PER_FILE, None) is None
     # The first step writes a file per row; the second, after it on the same session, not.
-    job = sql_job(team, "tuned", {PER_FILE: "1", "spark.sql.shuffle.partitions": "7"}, {})
+    job = build_job(
+        team,
+        "tuned",
+        [
+            sql_step(
+                "tuned_0",
+                ROWS,
+                output="lake.tuned_0",
+                spark={PER_FILE: "1", "spark.sql.shuffle.partitions": "7"},
+            ),
+            sql_step("tuned_1", ROWS, output="lake.tuned_1"),
+        ],
+    )
     outcome = orchestrator.run_job(job.pk)
     assert outcome.succeeded, outcome.error
 
@@ -259,13 +254,22 @@ def test_a_steps_options_hold_while_it_runs_and_are_gone_for_the_next_step(
     assert shown["spark_application_id"] == tuned.spark_application_id
 
 
+@pytest.mark.connect  # what Spark Connect changes: run again through a server
 def test_a_badly_typed_value_in_the_registry_fails_the_step_and_leaves_the_session_as_it_was(
     team, spark, settings, tmp_path
 ):
     settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
     session = get_spark()
     before = session.conf.get("spark.sql.shuffle.partitions")
-    job = sql_job(team, "tuned", {"spark.sql.shuffle.partitions": "7"})
+    job = build_job(
+        team,
+        "tuned",
+        [
+            sql_step(
+                "tuned_0", ROWS, output="lake.tuned_0", spark={"spark.sql.shuffle.partitions": "7"}
+            )
+        ],
+    )
     Property.objects.filter(process__parent=job, config_group="spark").update(value="many")
     outcome = orchestrator.run_job(job.pk)
     assert not outcome.succeeded
@@ -300,7 +304,7 @@ def test_a_spark_step_names_a_queue_of_the_installation_and_goes_there(
     assert "run.spark_queue 'spark-huge' is not one of BDRE_SPARK_QUEUES: spark, spark-large" in (
         refused.content.decode()
     )
-    big = sql_job(team, "big", {})
+    big = build_job(team, "big", [sql_step("big_0", ROWS, output="lake.big_0")])
     step = big.steps.get()
     answer = api_as(team.developer).post(
         "/api/v1/properties/",

@@ -19,10 +19,11 @@ from lineage.steps import folder_of, record_step
 from processes import demo, orchestrator
 from processes.jobs import spark_export
 from processes.models import InstanceExec
-from tests.factories import InstanceExecFactory, JobFactory, StepFactory, grant_root, steps_job
+from processes.registry import StepSpec
+from tests.helpers.factories import InstanceExecFactory, JobFactory, StepFactory, grant_root
+from tests.helpers.jobs import CLEANSE, EXPORT, build_job, load_step, scan_step
 
 pytestmark = pytest.mark.django_db
-SCAN, LOAD, CLEANSE, EXPORT = 52, 53, 54, 57
 
 RULES = json.dumps(
     [
@@ -64,26 +65,22 @@ def lake(tmp_path, settings, spark, team):
 
 def orders_flow(team, lake):
     landing = lake / "landing"
-    ingest = steps_job(
-        team, "ingest", [(SCAN, {"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}})]
-    )
-    flow = steps_job(
+    ingest = build_job(team, "ingest", [scan_step("ingest_0", landing)])
+    flow = build_job(
         team,
         "orders",
         [
-            (
-                LOAD,
-                {
-                    "load": {
-                        "format": "csv",
-                        "table": "lake.orders_raw",
-                        "schema": "id STRING, email STRING, amount DOUBLE",
-                    }
-                },
+            load_step(
+                "orders_0",
+                "lake.orders_raw",
+                format="csv",
+                upstream=[ingest],
+                schema="id STRING, email STRING, amount DOUBLE",
             ),
-            (
+            StepSpec(
+                "orders_1",
                 CLEANSE,
-                {
+                properties={
                     "cleanse": {
                         "source_table": "lake.orders_raw",
                         "rules": RULES,
@@ -92,9 +89,10 @@ def orders_flow(team, lake):
                     }
                 },
             ),
-            (
+            StepSpec(
+                "orders_2",
                 EXPORT,
-                {
+                properties={
                     "export": {
                         "source_table": "lake.orders",
                         "format": "csv",
@@ -103,7 +101,6 @@ def orders_flow(team, lake):
                 },
             ),
         ],
-        upstream=[ingest],
     )
     return ingest, flow
 

@@ -10,11 +10,11 @@ from batches import tables
 from batches.models import HiveTable
 from processes import orchestrator
 from processes.models import BusDomain
-from processes.registry import StepSpec, create_job
-from tests.factories import JOB_TYPE, grant_root
+from processes.registry import StepSpec
+from tests.helpers.factories import grant_root
+from tests.helpers.jobs import CLEANSE, EXPORT, build_job, sql_step
 
 pytestmark = pytest.mark.django_db
-SQL, CLEANSE, EXPORT = 56, 54, 57
 
 
 @pytest.fixture
@@ -23,21 +23,10 @@ def lake(tmp_path, settings, spark):
     return tmp_path
 
 
-def one_step_job(application: BusDomain, name: str, kind: int, properties: dict):
-    return create_job(
-        bus_domain=application,
-        name=name,
-        process_type_id=JOB_TYPE,
-        steps=[StepSpec(f"{name}_0", kind, properties=properties)],
-    )
-
-
 def write_orders(application: BusDomain, name: str, who: str):
     """A job of ``application`` whose step writes ``sales.orders`` with one row naming ``who``."""
     query = f"SELECT 1 AS id, '{who}' AS who, 2.5 AS amount"
-    job = one_step_job(
-        application, name, SQL, {"sql": {"query": query, "output_table": "sales.orders"}}
-    )
+    job = build_job(application, name, [sql_step(f"{name}_0", query, output="sales.orders")])
     outcome = orchestrator.run_job(job.pk)
     assert outcome.succeeded, outcome.error
     return outcome
@@ -70,10 +59,11 @@ def test_a_step_of_another_team_writing_the_same_name_gets_its_own_table(team, l
 
 def read_orders(application: BusDomain, name: str, output: str = "mine.copy"):
     query = "SELECT who FROM sales.orders"
-    job = one_step_job(application, name, SQL, {"sql": {"query": query, "output_table": output}})
+    job = build_job(application, name, [sql_step(f"{name}_0", query, output=output)])
     return orchestrator.run_job(job.pk)
 
 
+@pytest.mark.connect  # what Spark Connect changes: run again through a server
 def test_spark_sql_of_another_team_cannot_read_an_unshared_table(team, lake, spark):
     write_orders(team.application, "a_orders", "a")
     # The owner reads it first, on the same worker: its session then knows sales.orders.
@@ -110,7 +100,9 @@ def test_cleanse_and_export_of_another_team_cannot_read_an_unshared_table(
     if kind == EXPORT:
         grant_root(team.other_group, exports)  # its folder is granted; the table is not
         properties["export"]["location"] = exports.as_uri()
-    step = one_step_job(team.other_application, "b_step", kind, properties)
+    step = build_job(
+        team.other_application, "b_step", [StepSpec("b_step_0", kind, properties=properties)]
+    )
     outcome = orchestrator.run_job(step.pk)
     assert not outcome.succeeded
     assert "sales.orders" in outcome.error
@@ -124,6 +116,7 @@ def share_orders(team) -> None:
     )
 
 
+@pytest.mark.connect  # what Spark Connect changes: run again through a server
 def test_a_shared_table_is_read_by_the_other_team_and_never_written(team, lake, spark):
     write_orders(team.application, "a_orders", "a")
     share_orders(team)
@@ -135,11 +128,10 @@ def test_a_shared_table_is_read_by_the_other_team_and_never_written(team, lake, 
     assert rows_at(spark, copy.location) == ["a"]
 
     query = "SELECT 2 AS id, 'b' AS who, 0.0 AS amount"
-    overwrite = one_step_job(
+    overwrite = build_job(
         team.other_application,
         "b_overwrite",
-        SQL,
-        {"sql": {"query": query, "output_table": "sales.orders"}},
+        [sql_step("b_overwrite_0", query, output="sales.orders")],
     )
     outcome = orchestrator.run_job(overwrite.pk)
     assert not outcome.succeeded
@@ -153,11 +145,22 @@ def test_a_shared_table_is_readable_by_cleanse_of_the_other_team(team, lake, spa
     write_orders(team.application, "a_orders", "a")
     share_orders(team)
     rules = '[{"name": "who", "type": "string"}]'
-    cleanse = one_step_job(
+    cleanse = build_job(
         team.other_application,
         "b_cleanse",
-        CLEANSE,
-        {"cleanse": {"source_table": "sales.orders", "rules": rules, "clean_table": "mine.c"}},
+        [
+            StepSpec(
+                "b_cleanse_0",
+                CLEANSE,
+                properties={
+                    "cleanse": {
+                        "source_table": "sales.orders",
+                        "rules": rules,
+                        "clean_table": "mine.c",
+                    }
+                },
+            )
+        ],
     )
     outcome = orchestrator.run_job(cleanse.pk)
     assert outcome.succeeded, outcome.error
@@ -180,11 +183,10 @@ def test_unsharing_stops_the_next_run_reading(team, lake, spark):
     share_orders(team)
     assert read_orders(team.other_application, "b_reader").succeeded
     tables.unshare(team.admin, HiveTable.objects.get(table_name="orders").shares.get())
-    reader = one_step_job(
+    reader = build_job(
         team.other_application,
         "b_again",
-        SQL,
-        {"sql": {"query": "SELECT who FROM sales.orders", "output_table": "mine.again"}},
+        [sql_step("b_again_0", "SELECT who FROM sales.orders", output="mine.again")],
     )
     outcome = orchestrator.run_job(reader.pk)
     assert not outcome.succeeded

@@ -13,9 +13,8 @@ from batches.models import Batch, BatchConsumpQueue, BatchState, File, HiveTable
 from bdre.models import Membership, Role
 from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind, QueryKind
 from processes.models import BusDomain, ExecState, InstanceExec, Process, Property, Server
+from tests.helpers.jobs import JOB_TYPE, STEP_TYPE
 
-JOB_TYPE = 5  # generic-job
-STEP_TYPE = 51  # python-callable inside a generic job
 TEST_PASSWORD = "pw-for-tests-1"
 
 
@@ -56,6 +55,10 @@ class BusDomainFactory(factory.django.DjangoModelFactory):
 
 
 class JobFactory(factory.django.DjangoModelFactory):
+    """A bare job row, without the registry's checks or steps: for what the registry would
+    refuse or never writes. A test that needs a registered job builds it with
+    tests.helpers.jobs.build_job."""
+
     class Meta:
         model = Process
 
@@ -148,28 +151,6 @@ class ServerFactory(factory.django.DjangoModelFactory):
     team = factory.SubFactory(TeamFactory)
     server_type = "s3"
     name = factory.Sequence(lambda n: f"server{n}")
-
-
-def steps_job(team, name: str, steps, upstream=None) -> Process:
-    """A job of ``team`` registered through the registry, one step per ``(kind,
-    properties)`` of ``steps``, named ``<name>_<i>``; the first reads ``upstream``'s
-    output."""
-    from processes.registry import StepSpec, create_job
-
-    return create_job(
-        bus_domain=team.application,
-        name=name,
-        process_type_id=JOB_TYPE,
-        steps=[
-            StepSpec(
-                f"{name}_{i}",
-                kind,
-                upstream=[u.pk for u in upstream or []] if i == 0 else [],
-                properties=props,
-            )
-            for i, (kind, props) in enumerate(steps)
-        ],
-    )
 
 
 def grant_root(team, root: str | Path, **kwargs) -> Server:

@@ -4,14 +4,16 @@ on local[2], tests/cluster/ on a standalone cluster and through Spark Connect)."
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -78,13 +80,25 @@ def run_demo(var_dir: Path, **env: str) -> DemoRun:
     environ |= {"BDRE_VAR_DIR": str(var_dir), "SPARK_MASTER": "local[2]", **env}
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "--noinput"], env=environ, check=True, capture_output=True)
-    done = subprocess.run(
+    # In a process group of its own: on a timeout the group goes (the demo's embedded worker
+    # and its Spark drivers with it), not the command alone, which would leave them running.
+    demo = subprocess.Popen(
         [*manage, "demo", "--run", "--timeout", "400", "--files", "2", "--events", "400"],
         env=environ,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=480,
+        start_new_session=True,
     )
+    try:
+        out, err = demo.communicate(timeout=480)
+    except subprocess.TimeoutExpired:
+        os.killpg(demo.pid, signal.SIGKILL)
+        out, err = demo.communicate()
+        err += "\n(killed after 480 s with its process group)"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(demo.pid, signal.SIGKILL)  # whatever of the group outlived the demo
     worker_log = var_dir / "demo-worker.log"
-    log = done.stderr + (worker_log.read_text() if worker_log.exists() else "")
-    return DemoRun(var_dir, done.returncode, done.stdout, log)
+    log = err + (worker_log.read_text() if worker_log.exists() else "")
+    return DemoRun(var_dir, demo.returncode, out, log)

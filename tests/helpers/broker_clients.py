@@ -2,10 +2,10 @@
 kombu clients of the broker the Celery app is configured with (``CELERY_BROKER_URL``;
 ``BDRE_VAR_DIR`` picks the folders of the embedded one), one role per process.
 
-    python -m tests.bdre.broker_clients produce PREFIX COUNT
-    python -m tests.bdre.broker_clients consume OUT STOP   # until STOP exists and it is idle
-    python -m tests.bdre.broker_clients hold OUT           # reads one message, never acks it
-    python -m tests.bdre.broker_clients hold-and-fork OUT  # the same, then forks a child that
+    python -m tests.helpers.broker_clients produce PREFIX COUNT
+    python -m tests.helpers.broker_clients consume OUT STOP   # until STOP exists and it is idle
+    python -m tests.helpers.broker_clients hold OUT           # reads one message, never acks it
+    python -m tests.helpers.broker_clients hold-and-fork OUT  # the same, then forks a child that
                                                            # lives on, pid in OUT.child
 
 A consumer appends the id of every message it receives, and the time, to OUT, flushed,
@@ -96,7 +96,7 @@ class Clients:
     def start(self, *args: str) -> subprocess.Popen:
         log = self.folder / f"client{len(self.procs)}-{args[0]}.log"
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.bdre.broker_clients", *args],
+            [sys.executable, "-m", "tests.helpers.broker_clients", *args],
             cwd=ROOT,
             env=self.env,
             stdout=log.open("w"),

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from processes.models import BusDomain, Process
-from processes.registry import StepSpec, create_job
-from tests.factories import JOB_TYPE, grant_root
-
-SCAN, SHRED, CALL, SQL = 52, 55, 51, 56
+from processes.registry import StepSpec
+from tests.helpers.factories import grant_root
+from tests.helpers.jobs import SHRED, build_job, callable_step, scan_step, sql_step
 
 
 def shred_pipeline(
@@ -29,25 +28,11 @@ def shred_pipeline(
     Spark SQL ``sql`` into ``lake.after``. ``prefix`` goes before the job and step names,
     for two pipelines in one test."""
     grant_root(application.team, landing)  # what the installation's superuser did
-    ingest = create_job(
-        bus_domain=application,
-        name=f"{prefix}ingest",
-        process_type_id=JOB_TYPE,
-        steps=[
-            StepSpec(
-                f"{prefix}scan",
-                SCAN,
-                properties={"scan": {"location": landing.as_uri(), "min_age_seconds": "0"}},
-            )
-        ],
-    )
-    shred_job = create_job(
-        bus_domain=application,
-        name=f"{prefix}shred",
-        process_type_id=JOB_TYPE,
-        lease_seconds=lease_seconds,
-        max_retries=max_retries,
-        steps=[
+    ingest = build_job(application, f"{prefix}ingest", [scan_step(f"{prefix}scan", landing)])
+    shred_job = build_job(
+        application,
+        f"{prefix}shred",
+        [
             StepSpec(
                 f"{prefix}shred_events",
                 SHRED,
@@ -58,13 +43,11 @@ def shred_pipeline(
                     "dedup": {"manifest": manifest, "ttl_days": str(ttl_days), **dedup},
                 },
             ),
-            StepSpec(f"{prefix}after", CALL)
+            callable_step(f"{prefix}after")
             if sql is None
-            else StepSpec(
-                f"{prefix}after",
-                SQL,
-                properties={"sql": {"query": sql, "output_table": "lake.after"}},
-            ),
+            else sql_step(f"{prefix}after", sql, output="lake.after"),
         ],
+        lease_seconds=lease_seconds,
+        max_retries=max_retries,
     )
     return ingest, shred_job

@@ -1,0 +1,22 @@
+"""Where the suite's Spark runs, and what that rules out."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# Where the suite's Spark runs: local[2] by default; the cluster tests (tests/cluster/) run
+# the Spark tests again with BDRE_TEST_SPARK set to a standalone master (spark://...) or to a
+# Spark Connect server (sc://...).
+TEST_SPARK = os.environ.get("BDRE_TEST_SPARK", "local[2]")
+# For a test whose Spark must be this process's own JVM (an in-memory Derby database, say): it
+# is run on local[2] and said to be skipped elsewhere.
+one_jvm_only = pytest.mark.skipif(
+    not TEST_SPARK.startswith("local"),
+    reason=f"needs Spark in this process's JVM; BDRE_TEST_SPARK is {TEST_SPARK}",
+)
+
+# Why the suite's session has no S3A connector, if it has none (the s3a tests skip with it);
+# filled when the session's `spark` fixture starts it (tests/conftest.py).
+S3A_MISSING: list[str] = []

@@ -1,0 +1,30 @@
+"""A pytest plugin (``-p tests.var_dir`` in pyproject.toml), imported before Django's
+settings are read: each pytest-xdist worker gets a var folder of its own.
+
+Everything a test process writes is under ``BDRE_VAR_DIR`` (the SQLite test database, the
+filesystem broker's folders, the warehouse, the landing folder, Prometheus' files): two
+workers sharing one would consume each other's Celery messages and overwrite each other's
+tables. For the same reason a Redis broker gets a database of its own per worker.
+pytest-django suffixes the test database's name per worker; the rest is ours."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+_worker = os.environ.get("PYTEST_XDIST_WORKER")
+if _worker:
+    _base = Path(os.environ.get("BDRE_VAR_DIR") or Path(__file__).resolve().parents[1] / "var")
+    _own = _base / f"xdist-{_worker}"
+    _own.mkdir(parents=True, exist_ok=True)
+    os.environ["BDRE_VAR_DIR"] = str(_own)
+    # One folder of S3A jars for all (fetching side by side is safe: bdre/s3a_jars.py), where
+    # a single test process would keep them.
+    os.environ.setdefault("BDRE_SPARK_JARS_DIR", str(_base / "jars"))
+    # redis://host:port/N -> N + 1 + the worker's number (gw0 -> N + 1): Redis has 16.
+    _broker = os.environ.get("CELERY_BROKER_URL", "")
+    _redis = re.fullmatch(r"(rediss?://[^/]*)(?:/(\d+))?", _broker)
+    if _redis:
+        _db = int(_redis.group(2) or 0) + 1 + int(_worker.removeprefix("gw"))
+        os.environ["CELERY_BROKER_URL"] = f"{_redis.group(1)}/{_db % 16}"
