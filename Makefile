@@ -15,21 +15,22 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# The suite in TEST_PROCESSES processes side by side (pytest-xdist): most of its time is spent
+# The suite in TEST_PROCESSES processes side by side (pytest-xdist, a module's tests in one
+# process, so that its module-scoped data is built once): most of its time is spent
 # waiting on JVMs, workers, browsers and subprocesses, not on the 2 cores; the fast tests wait
 # on nothing, so one process a core (docs/testing.md has the measurements).
 TEST_PROCESSES ?= 3
 FAST_PROCESSES ?= 2
 
 test: install
-	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile $(PYTEST_ARGS)
 
 # The inner loop: every test that needs no Spark, Celery worker, browser, PostgreSQL or cluster
 # (the markers in pyproject.toml; docs/testing.md). `make test` stays the whole suite.
 FAST_TESTS := not spark and not worker and not browser and not postgres and not cluster
 
 test-fast: install
-	$(PY) -m pytest -n $(FAST_PROCESSES) --dist loadgroup -m "$(FAST_TESTS)" $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(FAST_PROCESSES) --dist loadfile -m "$(FAST_TESTS)" $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -5,40 +5,18 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from django.contrib.auth.models import Group
 
-from bdre.models import Role
-from processes.models import BusDomain
 from tests.helpers.factories import (
-    BusDomainFactory,
-    MembershipFactory,
-    TeamFactory,
     UserFactory,
     grant_root,
 )
 from tests.helpers.jobs import build_job, callable_step, scan_step
 from tests.helpers.spark import S3A_MISSING, TEST_SPARK
-
-
-@dataclass
-class Team:
-    """One team with a member of each role, an application of its own, and an outsider: a
-    developer of another team, with another application."""
-
-    group: Group
-    application: BusDomain
-    viewer: object
-    developer: object
-    admin: object
-    outsider: object
-    other_group: Group
-    other_application: BusDomain
-
+from tests.helpers.teams import Team, build_team
 
 # What a test needs beyond Python and the test database, as markers (registered in
 # pyproject.toml; docs/testing.md): `make test-fast` deselects them all. A test gets the marker
@@ -79,28 +57,50 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for marker, fixtures in MARKER_FIXTURES.items():
             if used & fixtures and not item.get_closest_marker(marker):
                 item.add_marker(marker)
-        group = xdist_group(item)
-        if group:
-            item.add_marker(pytest.mark.xdist_group(group))
         if (
             not item.get_closest_marker("backends")
             and not item.get_closest_marker("spark")
             and (item.get_closest_marker("postgres") or commits_for_real(item))
         ):
             item.add_marker("backends")
+        if commits_for_real(item):
+            # Keeps the seed rows to restore after it (restore_seed_rows): the test database
+            # is serialized when it is made only if a test asks for it.
+            marker = item.get_closest_marker("django_db")
+            kwargs = dict(marker.kwargs) if marker else {}
+            if not kwargs.get("serialized_rollback"):
+                kwargs |= {"transaction": True, "serialized_rollback": True}
+                item.add_marker(pytest.mark.django_db(*(marker.args if marker else ()), **kwargs))
+    # The demo and cluster tests first: they are the longest run of tests one process must
+    # take in order (their module, `make test`'s unit), so started late they would end the
+    # suite alone.
+    items.sort(key=lambda item: not shares_the_demo_or_cluster(item))
 
 
-# Session fixtures too costly to set up in every test process of `make test` (pytest-xdist,
-# --dist loadgroup), and whose tests depend on each other's order (tests/cluster/).
+# Session fixtures too costly to set up in more than one test process of `make test`: their
+# tests are in one module, which pytest-xdist (--dist loadfile) gives to one process.
 SHARED_SESSION_FIXTURES = {"local_demo", "standalone", "connect_server"}
 
 
-def xdist_group(item: pytest.Item) -> str | None:
-    """The tests sharing the demo's run or the cluster run in one test process, where each is
-    set up once. The rest go wherever a process is free (a module whose module-scoped
-    fixture costs more than its tests gain by spreading marks itself with `xdist_group`)."""
+def shares_the_demo_or_cluster(item: pytest.Item) -> bool:
     names = getattr(getattr(item, "_fixtureinfo", None), "names_closure", ())
-    return "cluster-and-demo" if set(names) & SHARED_SESSION_FIXTURES else None
+    return bool(set(names) & SHARED_SESSION_FIXTURES)
+
+
+def restore_seed_rows(config: pytest.Config) -> None:
+    """A test that commits for real ends by emptying every table, the seed rows of the
+    migrations too (process types, states, query kinds). Django reloads them at the start of
+    the next test that asks for it, and counts on the others having run before; with a
+    module's tests given to whichever process is free (`make test`), one may come after.
+    So they are put back as soon as the tables are emptied."""
+    from django.db import connections
+    from pytest_django.plugin import blocking_manager_key
+
+    with config.stash[blocking_manager_key].unblock():
+        for connection in connections.all(initialized_only=True):
+            contents = getattr(connection, "_test_serialized_contents", None)
+            if contents:
+                connection.creation.deserialize_db_from_string(contents)
 
 
 def spark_is_running() -> bool:
@@ -121,7 +121,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
     """A test that starts Spark in this process (the JVM: seconds, and a gigabyte) must be
     marked `spark`, or `make test-fast` would start it."""
-    yield
+    try:
+        yield
+    finally:
+        if commits_for_real(item):
+            restore_seed_rows(item.config)
     if (
         not item.stash.get(SPARK_BEFORE, True)
         and spark_is_running()
@@ -161,25 +165,7 @@ def _empty_cache() -> None:
 
 @pytest.fixture
 def team(db) -> Team:
-    group = TeamFactory(name="analytics")
-    other = TeamFactory(name="marketing")
-    members = {
-        role: MembershipFactory(user=UserFactory(username=role.value), team=group, role=role).user
-        for role in Role
-    }
-    outsider = MembershipFactory(
-        user=UserFactory(username="outsider"), team=other, role=Role.DEVELOPER
-    ).user
-    return Team(
-        group=group,
-        application=BusDomainFactory(name="web", team=group),
-        viewer=members[Role.VIEWER],
-        developer=members[Role.DEVELOPER],
-        admin=members[Role.ADMIN],
-        outsider=outsider,
-        other_group=other,
-        other_application=BusDomainFactory(name="ads", team=other),
-    )
+    return build_team()
 
 
 @pytest.fixture

@@ -100,3 +100,11 @@ def test_discard_by_hand_and_what_cannot_be_requeued(make_job):
     assert code_of(queue.requeue, first.pk) == 110  # claimed by a running job
     assert code_of(queue.discard, first.pk, "x") == 110
     assert code_of(queue.requeue, 999_999) == 114
+    assert code_of(queue.discard, second.pk, "again") == 114  # DISCARDED: nothing to discard
+
+
+def test_enqueueing_a_batch_of_a_process_that_does_not_exist_is_102(make_job):
+    (step,) = steps_of(make_job("p2"))
+    batch = Batch.objects.create()
+    assert code_of(queue.enqueue, source_batch_id=batch.pk, source_process_id=999_999,
+                   process_id=step.pk) == 102  # fmt: skip

@@ -1,53 +1,12 @@
-"""The OpenAPI schema and its docs, and a schemathesis run over every operation of the schema
-as a developer of a team: no server error, and every answer keeps to the schema (status code,
-content type and body). The run is bounded and repeatable: ``BDRE_FUZZ_EXAMPLES`` cases an
-operation (8, about a minute; 100 for a deeper run) drawn from a fixed seed."""
+"""The OpenAPI schema and its docs, and the errors each operation lists: every one its shape
+and its service can give, and only those (the fuzzer's run is test_openapi_fuzz.py)."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
-import schemathesis
-from django.contrib.auth.models import Group
-from django.core.signals import request_finished, request_started
-from django.db import close_old_connections
-from hypothesis import HealthCheck, Phase, settings
-from hypothesis import strategies as st
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
 
-from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState, File
-from bdre.api_urls import MASTER_TABLES
-from bdre.models import Membership
-from lineage.extract import extract, record
-from lineage.models import LineageNode, LineageQuery, LineageRelation
-from processes import orchestrator, registry, schedules
-from processes.models import (
-    BusDomain,
-    InstanceExec,
-    Process,
-    ProcessLog,
-    ProcessTemplate,
-    Property,
-    Server,
-)
 from tests.helpers.api import api_as
-from tests.helpers.factories import (
-    FileFactory,
-    JobFactory,
-    LineageQueryFactory,
-    QueueRowFactory,
-    ServerFactory,
-    StepFactory,
-)
-from tests.helpers.jobs import build_job, callable_step
-
-EXAMPLES = int(os.environ.get("BDRE_FUZZ_EXAMPLES", "8"))
+from tests.helpers.api_world import REAL_IDS, build_world, real_id, resource_of
 
 
 def test_the_schema_is_served_and_names_every_resource(client, db):
@@ -87,144 +46,10 @@ def test_the_docs_are_served_without_any_cdn(client, db):
     assert client.get(bundle).status_code == 200
 
 
-def _load_schema():
-    from bdre.wsgi import application
-
-    return schemathesis.openapi.from_wsgi("/api/schema/", application)
-
-
-schema = _load_schema()
-
-# The ids of the rows in the fuzzed user's world, per resource: filled by the `world` fixture
-# before any case is generated, read when an id is drawn.
-REAL_IDS: dict[str, list[int]] = {}
-ID_MODELS = {
-    "applications": BusDomain,
-    "processes": Process,
-    "templates": ProcessTemplate,
-    "properties": Property,
-    "runs": InstanceExec,
-    "logs": ProcessLog,
-    "batches": Batch,
-    "queue": BatchConsumpQueue,
-    "archive": ArchiveConsumpQueue,
-    "files": File,
-    "servers": Server,
-    "lineage/queries": LineageQuery,
-    "lineage/nodes": LineageNode,
-    "lineage/relations": LineageRelation,
-    "teams": Group,
-    "memberships": Membership,
-    **{f"master/{prefix}": model for prefix, model in MASTER_TABLES.items()},
-    "graph/table": LineageNode,
-    "graph/column": LineageNode,
-    "graph/process": Process,
-    "graph/batch": Batch,
-}
-
-
-def _resource(path: str, parameters: dict) -> str:
-    if "{kind}" in path:
-        return f"graph/{parameters.get('kind')}"
-    return path.removeprefix("/api/v1/").split("/{id}")[0]
-
-
-def _real(resource: str, index: int) -> int:
-    ids = REAL_IDS.get(resource) or [0]
-    return ids[index % len(ids)]
-
-
-@schema.hook
-def flatmap_path_parameters(context, parameters):
-    """Half of the ids name a real row: an id drawn at random hardly ever does, and the
-    fuzzer would never get past the 404 into the operation."""
-    path = context.operation.path
-    if "{id}" not in path or not isinstance(parameters, dict):
-        return st.just(parameters)
-    real = st.integers(min_value=0, max_value=10_000).map(
-        lambda index: {**parameters, "id": _real(_resource(path, parameters), index)}
-    )
-    return st.one_of(st.just(parameters), real)
-
-
-@pytest.fixture
-def connection_kept(db):
-    # As Django's test client does: a request must not close the test's connection (with
-    # SQLite in memory that would drop the test database).
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    yield
-    request_started.connect(close_old_connections)
-    request_finished.connect(close_old_connections)
-
-
 @pytest.fixture
 def world(team, connection_kept):
-    """A developer's token, and a team that owns a little of everything the API serves: a
-    job that ran (runs, logs, batches), a job downstream of it that consumed one of its
-    batches (archive rows) and has another queued, schedules (timed and on upstream only),
-    a template, a file, a server and the lineage of a query; and a job of another team."""
-    sleep = "tests.processes.callables.sleep"
-    steps = [callable_step(name, sleep) for name in ("clicks_load", "clicks_report")]
-    clicks = build_job(team, "clicks", steps)
-    sessions = build_job(
-        team, "sessions", [callable_step("sessions_build", sleep, upstream=[clicks])]
-    )
-    outcome = orchestrator.run_job(clicks.pk)
-    orchestrator.run_job(sessions.pk)  # consumes the batch of clicks: archive rows
-    orchestrator.run_job(clicks.pk)  # and queues another for sessions
-    ProcessLog.objects.create(
-        process=clicks, instance_exec_id=outcome.instance_exec_id, message="started"
-    )
-    schedules.set_schedule(clicks.pk, schedules.Schedule(every_seconds=600))
-    schedules.set_schedule(
-        JobFactory(bus_domain=team.application).pk, schedules.Schedule(on_upstream=True)
-    )
-    registry.template_from_job(clicks, name="clicks_template")
-    load = clicks.steps.get(name="clicks_load")
-    QueueRowFactory(process=load, batch_state_id=BatchState.DISCARDED)
-    FileFactory(batch_id=outcome.target_batch_id)
-    ServerFactory(team=team.group)
-    query = LineageQueryFactory(process=load)
-    record(
-        query,
-        extract(
-            "SELECT a, SUM(b) AS total FROM lake.src GROUP BY a",
-            schema={"lake": {"src": {"a": "int", "b": "int"}}},
-            target="lake.out",
-        ),
-    )
-    StepFactory(parent=JobFactory(bus_domain=team.other_application))
-    for resource, model in ID_MODELS.items():
-        REAL_IDS[resource] = list(
-            model._default_manager.order_by("pk").values_list("pk", flat=True)
-        )
-    yield api_as(team.developer)._credentials["HTTP_AUTHORIZATION"]
+    yield build_world(team)
     REAL_IDS.clear()
-
-
-# backends: what the fuzzer sends (NUL bytes, huge numbers, odd text) is what one database
-# stores and another refuses (docs/testing.md).
-@pytest.mark.backends
-@schema.parametrize()
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize=True,  # the same cases on every run: a failure here is never a fluke
-    suppress_health_check=list(HealthCheck),
-    phases=[Phase.explicit, Phase.generate],
-    database=None,
-)
-def test_fuzzing_the_api_finds_no_server_error_and_no_answer_outside_the_schema(case, world):
-    case.call_and_validate(
-        headers={"Authorization": world},
-        checks=[
-            not_a_server_error,
-            status_code_conformance,
-            content_type_conformance,
-            response_schema_conformance,
-        ],
-    )
 
 
 @pytest.mark.parametrize("cookie", ["abc\x00def12345", "ÿÿÿÿÿÿÿÿÿÿ", "x" * 5000])
@@ -366,8 +191,8 @@ UNKNOWN_ID = 999_999_999
 
 def _url(path: str, *, unknown: bool = False) -> str:
     kind = "table" if "{kind}" in path else ""
-    resource = _resource(path, {"kind": kind})
-    ident = UNKNOWN_ID if unknown else _real(resource, 0)
+    resource = resource_of(path, {"kind": kind})
+    ident = UNKNOWN_ID if unknown else real_id(resource, 0)
     return path.replace("{kind}", kind).replace("{id}", str(ident))
 
 

@@ -517,3 +517,15 @@ def test_a_failed_demo_step_shows_its_traceback_and_spark_lines_on_its_run_page(
     assert f"/runs/{outcome.instance_exec_id}/log/?step={step_run.pk}" in page
     text = client.get(f"/runs/{outcome.instance_exec_id}/log/?step={step_run.pk}").content.decode()
     assert "bdre.spark: Spark application " in text and "Traceback" in text
+
+
+def test_plans_for_a_job_or_step_that_does_not_exist_are_102_and_103(db):
+    from datetime import date
+
+    from processes import replay
+
+    with pytest.raises(BdreError) as job:
+        replay.plan_backfill(999_999, date(2026, 11, 1), date(2026, 11, 2))
+    with pytest.raises(BdreError) as step:
+        replay.plan_rewind(999_999, 1)
+    assert (int(job.value.code), int(step.value.code)) == (102, 103)
