@@ -1,6 +1,6 @@
 """`make demo`'s non-interactive part run in a process of its own, and what it leaves: the
-numbers it prints and the rows of every table it wrote (tests/processes/test_demo.py runs it
-on local[2], tests/cluster/ on a standalone cluster and through Spark Connect)."""
+numbers it prints and the rows of every table it wrote (tests/cluster/test_pipelines.py runs it
+on local[2], on a standalone cluster and through Spark Connect)."""
 
 from __future__ import annotations
 
