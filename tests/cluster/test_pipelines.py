@@ -21,7 +21,7 @@ import sys
 import pytest
 from django.conf import settings
 
-from tests.helpers.demo_runs import ROOT, run_demo
+from tests.helpers.demo_runs import JOBS, ROOT, run_demo
 from tests.helpers.machine import MACHINE_PART_MISSING
 
 # Run again in a pytest of its own on each target: a representative test of each step kind
@@ -72,15 +72,6 @@ def check_spark_tests(target: str, var_dir, selection: str, at_least: int) -> No
 # --- make demo's run on local[2], which the cluster runs below are compared with ------------
 # In this module with them: `make test` gives a module's tests to one test process
 # (pytest-xdist's loadfile), so the demo runs once for all of them.
-
-JOBS = (
-    "clickstream_ingest",
-    "clickstream_pages_ingest",
-    "clickstream_shred",
-    "clickstream_pages",
-    "clickstream_daily",
-    "clickstream_daily_export",
-)
 
 
 # The demo's embedded worker runs the pipeline's Spark steps; no fixture of the test says so.

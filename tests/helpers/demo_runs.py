@@ -14,6 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# The demo's jobs, scans first.
+JOBS = (
+    "clickstream_ingest",
+    "clickstream_pages_ingest",
+    "clickstream_shred",
+    "clickstream_pages",
+    "clickstream_daily",
+    "clickstream_daily_export",
+)
 
 
 @dataclass

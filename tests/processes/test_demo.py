@@ -13,16 +13,9 @@ from batches.locations import team_landing
 from processes import demo
 from processes.models import Process
 from tests.helpers.admin import url
+from tests.helpers.demo_runs import JOBS
 
 ROOT = Path(__file__).resolve().parents[2]
-JOBS = (
-    "clickstream_ingest",
-    "clickstream_pages_ingest",
-    "clickstream_shred",
-    "clickstream_pages",
-    "clickstream_daily",
-    "clickstream_daily_export",
-)
 
 pytestmark = pytest.mark.django_db
 
