@@ -10,11 +10,10 @@ import ipaddress
 import socket
 import socketserver
 import ssl
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,7 @@ from processes import registry
 from processes.models import Property
 from tests.helpers.alerts import NAMES, Receiver, alerting, fail_once, serving
 from tests.helpers.api import api_as
+from tests.helpers.local_servers import served
 
 API = "/api/v1"
 FIX = "ask your installation's admin to list it in BDRE_ALERT_ALLOWED_HOSTS"
@@ -269,16 +269,9 @@ def raw_server(raw: Raw) -> Iterator[Raw]:
             if raw.answer is not None:
                 self.request.sendall(raw.answer)
 
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    raw.port = server.server_address[1]
-    try:
+    with served(Handler, http=False) as server:
+        raw.port = server.server_address[1]
         yield raw
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @contextmanager
@@ -520,16 +513,9 @@ def tls_receiver(tmp_path: Path, certified_name: str, monkeypatch) -> Iterator[T
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    seen.port = server.server_address[1]
-    try:
+    with served(Handler, tls=context) as server:
+        seen.port = server.server_address[1]
         yield seen
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_https_verifies_the_name_and_connects_to_the_address_checked(

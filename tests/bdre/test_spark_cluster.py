@@ -4,11 +4,11 @@ server on the master's UI port, as on a user's machine where 8080 is taken."""
 from __future__ import annotations
 
 import http.server
-import threading
 
 import pytest
 
 from bdre import spark_cluster
+from tests.helpers.local_servers import served
 
 pytestmark = pytest.mark.cluster
 
@@ -28,12 +28,8 @@ class _Html(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def taken_port():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Html)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    with served(_Html) as server:
+        yield server.server_address[1]
 
 
 def test_a_master_ui_port_taken_by_another_server_moves_and_the_cluster_still_starts(

@@ -5,15 +5,15 @@ fails, HTTP receivers on 127.0.0.1 and the names the tests' resolver knows
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from processes import lifecycle, registry
 from processes.models import Process
+from tests.helpers.local_servers import served
 
 
 def alerting(job: Process, **values: str) -> Process:
@@ -60,16 +60,10 @@ def serving(receiver: Receiver) -> Iterator[Receiver]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    receiver.port = server.server_address[1]
-    receiver.url = f"http://127.0.0.1:{receiver.port}/hooks/bdre"
-    try:
+    with served(Handler) as server:
+        receiver.port = server.server_address[1]
+        receiver.url = f"http://127.0.0.1:{receiver.port}/hooks/bdre"
         yield receiver
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 # The names the tests' resolver knows, with their addresses; any other name does not resolve.

@@ -8,8 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import multiprocessing
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import attr
 import pytest
@@ -33,6 +32,7 @@ from tests.helpers.factories import (
     StepFactory,
 )
 from tests.helpers.jobs import EXPORT, LOAD, build_job, callable_step
+from tests.helpers.local_servers import served
 from tests.helpers.openlineage_schema import Invalid, validate_run_event
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -325,16 +325,12 @@ class Collector(BaseHTTPRequestHandler):
 def endpoint(settings):
     Collector.received = []
     Collector.refuse = 0
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Collector)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    settings.OPENLINEAGE_FILE = ""
-    settings.OPENLINEAGE_TRANSPORT = []
-    settings.OPENLINEAGE_URL = f"http://127.0.0.1:{server.server_port}/api/v1/lineage"
-    settings.OPENLINEAGE_API_KEY = "secret-key"
-    yield Collector.received
-    server.shutdown()
-    server.server_close()
+    with served(Collector) as server:
+        settings.OPENLINEAGE_FILE = ""
+        settings.OPENLINEAGE_TRANSPORT = []
+        settings.OPENLINEAGE_URL = f"http://127.0.0.1:{server.server_address[1]}/api/v1/lineage"
+        settings.OPENLINEAGE_API_KEY = "secret-key"
+        yield Collector.received
 
 
 def test_events_are_posted_to_an_http_endpoint_with_the_api_key(team, endpoint):

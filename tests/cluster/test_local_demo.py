@@ -1,0 +1,137 @@
+"""`make demo`'s pipeline on local[2], from an empty var folder, as a user runs it, and a
+notebook over the tables it wrote. The same run is what the standalone cluster's and Spark
+Connect's runs are compared with (test_standalone.py, test_connect.py): `make test`'s
+processes share it (``local_demo``, tests/conftest.py), so it runs once."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers.demo_runs import JOBS, ROOT
+
+
+# The demo's embedded worker runs the pipeline's Spark steps; no fixture of the test says so.
+@pytest.mark.worker
+@pytest.mark.spark
+def test_make_demo_runs_the_pipeline_on_the_embedded_worker(local_demo):
+    """The non-interactive part of `make demo`, from an empty var folder: migrate, set up,
+    let the embedded worker's schedule run the pipeline, print the summary."""
+    assert local_demo.returncode == 0, local_demo.out + local_demo.log
+    out = local_demo.out
+    assert re.search(r"login:\s+demo / \S+", out)
+    for job in JOBS:
+        assert f"last finished run of {job}: SUCCESS" in out, out
+    counts = local_demo.counts()
+    # 2 event files, then 1 more, and the page list; the one being written waits.
+    assert counts["files registered"] == 4
+    # The schedule's ticks that find nothing new are quiet checks: every ingest run
+    # registered files, and every batch is a file's or a run's that did work.
+    assert counts["empty ingest runs"] == 0
+    assert 1 <= counts["ingest runs"] <= counts["files registered"]
+    assert counts["batches"] == counts["files registered"] + counts["runs"]
+    assert (
+        counts["events in"]
+        == counts["events out"]
+        + counts["bad rows"]
+        + counts["duplicates, in batch natural"]
+        + counts["duplicates, cross batch natural"]
+    )
+    assert counts["bad rows"] > 0 and counts["duplicates, in batch natural"] > 0
+    assert counts["duplicates, cross batch natural"] > 0
+    assert counts["duplicates, cross batch synthetic"] > 0
+    # The summary says how the numbers add up, with its own numbers.
+    adds_up = (
+        f"{counts['events in']} = {counts['events out']} + {counts['bad rows']} + "
+        f"{counts['duplicates, in batch natural']} + {counts['duplicates, cross batch natural']}"
+    )
+    assert adds_up in out and "kept in events out under new ids" in out
+    assert "default.daily_page_views" in out and "default.atomic_events" in out
+    # The page list's branch: load, then cleanse (4 rows refused), and the export.
+    assert (counts["page list rows"], counts["valid page rows"]) == (64, 60)
+    assert counts["invalid page rows"] == 4
+    assert "default.pages" in out and "default.pages_invalid" in out
+    assert counts["rows exported"] > 0
+    # Where a notebook finds them: the published catalog (Beat syncs it, batches/catalog.py).
+    assert re.search(r"in the catalog as: .*\bt\d+_default\.atomic_events\b", out), out
+
+
+NOTEBOOK = """
+import json
+
+found = {}
+for database in sorted(d.name for d in spark.catalog.listDatabases()):
+    for table in spark.catalog.listTables(database):
+        name = f"{database}.{table.name}"
+        found[name] = {
+            "partitions": sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {name}").collect()),
+            "rows": spark.sql(f"SELECT count(*) FROM {name}").first()[0],
+        }
+events = [t for t in found if t.endswith(".atomic_events")][0]
+daily = [t for t in found if t.endswith(".daily_page_views")][0]
+# A user's own query across two of BDRE's tables, by their catalog names.
+found["page_views"] = spark.sql(
+    f"SELECT sum(page_views) FROM {daily}"
+).first()[0]
+found["page_view_events"] = spark.sql(
+    f"SELECT count(*) FROM {events} WHERE event = 'page_view'"
+).first()[0]
+print("FOUND " + json.dumps(found))
+spark.stop()
+"""
+
+
+@pytest.mark.worker
+@pytest.mark.spark
+def test_a_notebook_session_lists_and_queries_the_tables_the_demo_wrote(local_demo, tmp_path):
+    """What docs/operations.md tells a notebook user: `manage.py sync_catalog --print-conf`
+    gives the lines of a SparkSession that sees BDRE's tables, with their batch partitions,
+    in the published catalog; here on the tables the demo's pipeline wrote."""
+    assert local_demo.returncode == 0, local_demo.out + local_demo.log
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "CELERY_BROKER_URL") and not k.startswith("SPARK_")
+    } | {"BDRE_VAR_DIR": str(local_demo.var_dir)}
+    manage = [sys.executable, str(ROOT / "manage.py"), "sync_catalog"]
+    synced = subprocess.run(manage, env=env, capture_output=True, text=True, timeout=300)
+    assert synced.returncode == 0, synced.stdout + synced.stderr[-3000:]
+    conf = subprocess.run(
+        [*manage, "--print-conf"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert conf.returncode == 0, conf.stderr[-3000:]
+    cwd = tmp_path / "notebook"
+    cwd.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", conf.stdout + NOTEBOOK],
+        cwd=cwd,
+        env={k: v for k, v in os.environ.items() if not k.startswith("SPARK_")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    found = json.loads(
+        next(x for x in done.stdout.splitlines() if x.startswith("FOUND ")).removeprefix("FOUND ")
+    )
+
+    written = local_demo.tables()  # read from the Parquet folders themselves
+    warehouse = local_demo.var_dir / "warehouse"
+    for name, rows in written.items():
+        database, table = name.split(".")
+        if database == "exports":  # the export's CSV files: a folder, no table
+            continue
+        matches = [k for k in found if k.endswith(f"_{database}.{table}")]
+        assert len(matches) == 1, (name, sorted(found))
+        published = found[matches[0]]
+        assert published["rows"] == len(rows), name
+        (folder,) = warehouse.glob(f"team-*/{database}/{table}")
+        assert published["partitions"] == sorted(
+            p.name for p in folder.glob("batch_id=*") if p.is_dir()
+        ), name
+    assert found["page_views"] == found["page_view_events"] > 0
