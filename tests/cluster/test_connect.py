@@ -17,13 +17,15 @@ from tests.helpers.demo_runs import run_demo
 
 
 @pytest.mark.demo
-def test_the_demo_pipeline_writes_the_same_rows_as_on_local(connect_server, tmp_path, request):
+def test_the_demo_pipeline_writes_the_same_rows_through_spark_connect(
+    connect_server, tmp_path, request
+):
     run = run_demo(tmp_path / "var", SPARK_REMOTE=connect_server.remote_url)
     assert run.returncode == 0, run.out + run.log
     # Through the server: its one application on the cluster, a Connect session per worker.
     ids = application_ids(run)
     assert ids and all(" session " in i for i in ids)
-    # Asked for only now: another test process runs it meanwhile (tests/conftest.py).
+    # Asked for only now: the other cluster module's process runs it meanwhile.
     assert_same_outputs(run, request.getfixturevalue("local_demo"))
 
 

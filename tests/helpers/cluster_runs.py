@@ -1,4 +1,4 @@
-"""What the cluster tests (tests/cluster/test_standalone.py, test_connect.py) do on their
+"""What the cluster tests (tests/cluster/test_local_and_standalone.py, test_connect.py) do on their
 target: run a representative Spark test of each step kind again, in a pytest of its own whose
 session is the cluster's or the Connect server's (``BDRE_TEST_SPARK``, tests/conftest.py), so
 the same assertions prove the same rows; and compare a run of `make demo`'s pipeline there

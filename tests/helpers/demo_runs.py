@@ -102,11 +102,11 @@ def run_demo(var_dir: Path, **env: str) -> DemoRun:
         start_new_session=True,
     )
     try:
-        out, err = demo.communicate(timeout=690)
+        out, err = demo.communicate(timeout=900)
     except subprocess.TimeoutExpired:
         os.killpg(demo.pid, signal.SIGKILL)
         out, err = demo.communicate()
-        err += "\n(killed after 690 s with its process group)"
+        err += "\n(killed after 900 s with its process group)"
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(demo.pid, signal.SIGKILL)  # whatever of the group outlived the demo

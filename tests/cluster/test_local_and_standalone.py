@@ -1,7 +1,12 @@
 """`make demo`'s pipeline on local[2], from an empty var folder, as a user runs it, and a
-notebook over the tables it wrote. The same run is what the standalone cluster's and Spark
-Connect's runs are compared with (test_standalone.py, test_connect.py): `make test`'s
-processes share it (``local_demo``, tests/conftest.py), so it runs once."""
+notebook over the tables it wrote; then the same pipeline and a representative Spark test of
+each step kind on a standalone cluster (one Master, one Worker of 2 cores, started from the
+PySpark wheel), the same rows as on local[2] (tests/helpers/cluster_runs.py).
+
+One module, so one test process runs these one after the other: each run keeps both cores
+busy, and run side by side they took three times as long. Spark Connect's runs
+(test_connect.py) are the other process's, and compare with the same local run
+(``local_demo``, tests/conftest.py, made once for all of `make test`'s processes)."""
 
 from __future__ import annotations
 
@@ -13,7 +18,13 @@ import sys
 
 import pytest
 
-from tests.helpers.demo_runs import JOBS, ROOT
+from tests.helpers.cluster_runs import (
+    SPARK_TESTS,
+    application_ids,
+    assert_same_outputs,
+    check_spark_tests,
+)
+from tests.helpers.demo_runs import JOBS, ROOT, run_demo
 
 
 # The demo's embedded worker runs the pipeline's Spark steps; no fixture of the test says so.
@@ -135,3 +146,18 @@ def test_a_notebook_session_lists_and_queries_the_tables_the_demo_wrote(local_de
             p.name for p in folder.glob("batch_id=*") if p.is_dir()
         ), name
     assert found["page_views"] == found["page_view_events"] > 0
+
+
+def test_the_demo_pipeline_writes_the_same_rows_on_a_standalone_cluster(
+    standalone, local_demo, tmp_path
+):
+    run = run_demo(tmp_path / "var", SPARK_MASTER=standalone.master_url)
+    assert run.returncode == 0, run.out + run.log
+    # On the cluster: standalone applications are app-..., local ones local-...
+    assert {i.split("-")[0] for i in application_ids(run)} == {"app"}
+    assert_same_outputs(run, local_demo)
+
+
+@pytest.mark.spark  # in the pytest it starts
+def test_the_spark_tests_pass_on_a_standalone_cluster(standalone, tmp_path):
+    check_spark_tests(standalone.master_url, tmp_path / "var", SPARK_TESTS["standalone"], 3)
