@@ -50,10 +50,8 @@ def commits_for_real(item: pytest.Item) -> bool:
     )
 
 
-# Around every other plugin's: the markers before -m deselects by them, the order after
-# pytest-django's (which puts the tests that commit last).
-@pytest.hookimpl(wrapper=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):  # type: ignore[no-untyped-def]
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         for marker, fixtures in MARKER_FIXTURES.items():
@@ -73,30 +71,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if not kwargs.get("serialized_rollback"):
                 kwargs |= {"transaction": True, "serialized_rollback": True}
                 item.add_marker(pytest.mark.django_db(*(marker.args if marker else ()), **kwargs))
-    yield
-    # The longest modules first, so that the suite's end is many short tests spread over the
-    # test processes, not one long one alone: the demo and cluster tests, then the modules
-    # that start JVMs, workers or browsers (`make test` keeps this order with
-    # --no-loadscope-reorder). A module's tests stay together and in order, so that its
-    # module-scoped fixtures are set up once.
-    first: dict[Path, tuple[bool, bool, int]] = {}
-    for at, item in enumerate(items):
-        key = (not shares_the_demo_or_cluster(item), not waits_long(item), at)
-        first[item.path] = min(first.get(item.path, key), key)
-    items.sort(key=lambda item: first[item.path])
+    # The demo and cluster tests first: they are the longest run of tests one process must
+    # take in order (their module, `make test`'s unit), so started late they would end the
+    # suite alone.
+    items.sort(key=lambda item: not shares_the_demo_or_cluster(item))
 
 
-# Session fixtures too costly to wait for at the end of the suite: their tests start first.
+# Session fixtures too costly to set up in more than one test process of `make test`: their
+# tests are in one module, which pytest-xdist (--dist loadfile) gives to one process.
 SHARED_SESSION_FIXTURES = {"local_demo", "standalone", "connect_server"}
 
 
 def shares_the_demo_or_cluster(item: pytest.Item) -> bool:
     names = getattr(getattr(item, "_fixtureinfo", None), "names_closure", ())
     return bool(set(names) & SHARED_SESSION_FIXTURES)
-
-
-def waits_long(item: pytest.Item) -> bool:
-    return any(item.get_closest_marker(name) for name in ("spark", "worker", "browser"))
 
 
 def restore_seed_rows(config: pytest.Config) -> None:
@@ -309,15 +297,12 @@ def s3_endpoint(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def local_demo(tmp_path_factory, worker_id):
+def local_demo(tmp_path_factory):
     """`make demo`'s pipeline run once on local[2] in a process of its own (a DemoRun):
-    what the demo test checks, and what the cluster tests compare theirs with. `make test`'s
-    processes share one run: the first to ask makes it, in the folder above theirs."""
-    from tests.helpers.demo_runs import run_demo, run_demo_once
+    what the demo test checks, and what the cluster tests compare theirs with."""
+    from tests.helpers.demo_runs import run_demo
 
-    if worker_id == "master":  # one test process
-        return run_demo(tmp_path_factory.mktemp("demo-local") / "var")
-    return run_demo_once(tmp_path_factory.getbasetemp().parent / "demo-local")
+    return run_demo(tmp_path_factory.mktemp("demo-local") / "var")
 
 
 @pytest.fixture

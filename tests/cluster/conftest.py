@@ -1,6 +1,5 @@
-"""A standalone Spark cluster (one Master, one Worker with 2 cores), started once for the
-session, and a Spark Connect server on it for test_connect.py, from the PySpark wheel
-(bdre/spark_cluster.py)."""
+"""A standalone Spark cluster (one Master, one Worker with 2 cores) and a Spark Connect server
+on it, started once for the session from the PySpark wheel (bdre/spark_cluster.py)."""
 
 from __future__ import annotations
 
@@ -16,14 +15,11 @@ def standalone(tmp_path_factory):
     cluster.stop()
 
 
-# For its module only: its application keeps one of the cluster's two cores until it stops,
-# and the standalone demo's worker runs two Spark applications of one core each; where one
-# process runs both modules (a plain `pytest tests/cluster`), the second of them would wait
-# for a core that never came free.
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def connect_server(tmp_path_factory, standalone):
-    """A Connect server whose application runs on the cluster with one of its two cores. Its
-    static settings are BDRE's: the Spark SQL sandbox's, which no client can turn off."""
+    """A Connect server whose application runs on the cluster with one of its two cores, so
+    that a standalone application can run beside it. Its static settings are BDRE's: the
+    Spark SQL sandbox's, which no client can turn off."""
     from processes.jobs.spark_session import session_conf
 
     work = tmp_path_factory.mktemp("spark-connect")

@@ -1,18 +1,16 @@
 """`make demo`'s non-interactive part run in a process of its own, and what it leaves: the
-numbers it prints and the rows of every table it wrote (tests/cluster/ runs it on local[2], on a
-standalone cluster and through Spark Connect)."""
+numbers it prints and the rows of every table it wrote (tests/cluster/test_pipelines.py runs it
+on local[2], on a standalone cluster and through Spark Connect)."""
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import json
 import os
 import re
 import signal
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,7 +92,7 @@ def run_demo(var_dir: Path, **env: str) -> DemoRun:
     # In a process group of its own: on a timeout the group goes (the demo's embedded worker
     # and its Spark drivers with it), not the command alone, which would leave them running.
     demo = subprocess.Popen(
-        [*manage, "demo", "--run", "--timeout", "600", "--files", "2", "--events", "400"],
+        [*manage, "demo", "--run", "--timeout", "400", "--files", "2", "--events", "400"],
         env=environ,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -102,29 +100,14 @@ def run_demo(var_dir: Path, **env: str) -> DemoRun:
         start_new_session=True,
     )
     try:
-        out, err = demo.communicate(timeout=900)
+        out, err = demo.communicate(timeout=480)
     except subprocess.TimeoutExpired:
         os.killpg(demo.pid, signal.SIGKILL)
         out, err = demo.communicate()
-        err += "\n(killed after 900 s with its process group)"
+        err += "\n(killed after 480 s with its process group)"
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(demo.pid, signal.SIGKILL)  # whatever of the group outlived the demo
     worker_log = var_dir / "demo-worker.log"
     log = err + (worker_log.read_text() if worker_log.exists() else "")
     return DemoRun(var_dir, demo.returncode, out, log)
-
-
-def run_demo_once(folder: Path) -> DemoRun:
-    """:func:`run_demo` in ``folder/var`` once for all the test processes that ask: the first
-    runs it holding a lock the others wait on, and leaves what it saw for them. A process
-    that dies meanwhile releases the lock unfinished, and the next one runs it."""
-    folder.mkdir(parents=True, exist_ok=True)
-    saved = folder / "run.json"
-    with (folder / "lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not saved.exists():
-            run = asdict(run_demo(folder / "var"))
-            saved.write_text(json.dumps(run | {"var_dir": str(run["var_dir"])}))
-        run = json.loads(saved.read_text())
-    return DemoRun(**run | {"var_dir": Path(run["var_dir"])})

@@ -15,7 +15,7 @@ REQUIRE_ALL = os.environ.get("BDRE_TEST_REQUIRE_ALL", "") not in ("", "0", "fals
 
 
 # How the skip of a test that needs a part of the machine begins: the cluster tests, which
-# count any other skip as a failure, accept these (tests/helpers/cluster_runs.py).
+# count any other skip as a failure, accept these (tests/cluster/test_pipelines.py).
 MACHINE_PART_MISSING = "this machine lacks what the test needs"
 
 
