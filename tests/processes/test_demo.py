@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import re
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -14,8 +13,6 @@ from processes import demo
 from processes.models import Process
 from tests.helpers.admin import url
 from tests.helpers.demo_runs import JOBS
-
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.django_db
 
