@@ -23,14 +23,14 @@ TEST_PROCESSES ?= 3
 FAST_PROCESSES ?= 2
 
 test: install
-	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The inner loop: every test that needs no Spark, Celery worker, browser, PostgreSQL or cluster
 # (the markers in pyproject.toml; docs/testing.md). `make test` stays the whole suite.
 FAST_TESTS := not spark and not worker and not browser and not postgres and not cluster
 
 test-fast: install
-	$(PY) -m pytest -n $(FAST_PROCESSES) --dist loadfile -m "$(FAST_TESTS)" $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(FAST_PROCESSES) --dist loadfile --no-loadscope-reorder -m "$(FAST_TESTS)" $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -50,8 +50,9 @@ def commits_for_real(item: pytest.Item) -> bool:
     )
 
 
-@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):
+    # Before -m deselects by marker:
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         for marker, fixtures in MARKER_FIXTURES.items():
@@ -71,10 +72,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if not kwargs.get("serialized_rollback"):
                 kwargs |= {"transaction": True, "serialized_rollback": True}
                 item.add_marker(pytest.mark.django_db(*(marker.args if marker else ()), **kwargs))
-    # The demo and cluster tests first: they are the longest run of tests one process must
-    # take in order (their module, `make test`'s unit), so started late they would end the
-    # suite alone.
-    items.sort(key=lambda item: not shares_the_demo_or_cluster(item))
+    result = yield
+    # After -m has deselected: what this run has to do.
+    longest_modules_first(items)
+    return result
+
+
+# Markers of a test that waits on a JVM, a worker or a browser.
+WAITING_MARKERS = ("spark", "worker", "browser")
+
+
+def longest_modules_first(items: list[pytest.Item]) -> None:
+    """The order in which `make test` hands out modules (--no-loadscope-reorder: in this
+    order; a module is one process's unit): longest first, so that no long module starts
+    late and ends the suite alone. The demo and cluster module first (one process runs the
+    demo, the standalone cluster and Connect in order), then the `long` ones, then those that
+    wait on a JVM, a worker or a browser, then the rest, each group by its number of tests."""
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+    def cost(tests: list[pytest.Item]) -> tuple[int, int]:
+        if any(shares_the_demo_or_cluster(item) for item in tests):
+            return (0, -len(tests))
+        if any(item.get_closest_marker("long") for item in tests):
+            return (1, -len(tests))
+        if any(item.get_closest_marker(name) for item in tests for name in WAITING_MARKERS):
+            return (2, -len(tests))
+        return (3, -len(tests))
+
+    items[:] = [item for tests in sorted(modules.values(), key=cost) for item in tests]
 
 
 # Session fixtures too costly to set up in more than one test process of `make test`: their

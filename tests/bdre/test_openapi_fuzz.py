@@ -34,6 +34,8 @@ EXAMPLES = int(os.environ.get("BDRE_FUZZ_EXAMPLES", "8"))
 # every wrong type, about 8,000 cases (two and a half minutes of a core). CI's PostgreSQL pass
 # runs them (BDRE_FUZZ_BOUNDARIES=1 in .ci/run), where the database refuses what SQLite keeps.
 BOUNDARIES = os.environ.get("BDRE_FUZZ_BOUNDARIES", "") == "1"
+# With them this module is minutes of one process: `make test` starts it among the first.
+pytestmark = [pytest.mark.long] if BOUNDARIES else []
 
 
 @pytest.fixture
