@@ -85,9 +85,10 @@ WAITING_MARKERS = ("spark", "worker", "browser")
 def longest_modules_first(items: list[pytest.Item]) -> None:
     """The order in which `make test` hands out modules (--no-loadscope-reorder: in this
     order; a module is one process's unit): longest first, so that no long module starts
-    late and ends the suite alone. The demo and cluster module first (one process runs the
-    demo, the standalone cluster and Connect in order), then the `long` ones, then those that
-    wait on a JVM, a worker or a browser, then the rest, each group by its number of tests."""
+    late and ends the suite alone. The demo and cluster modules first (the demo, then the
+    standalone cluster and Connect, in order; the Spark tests on a cluster of their own),
+    then the `long` ones, then those that wait on a JVM, a worker or a browser, then the
+    rest, each group by its number of tests."""
     modules: dict[str, list[pytest.Item]] = {}
     for item in items:
         modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
@@ -104,8 +105,8 @@ def longest_modules_first(items: list[pytest.Item]) -> None:
     items[:] = [item for tests in sorted(modules.values(), key=cost) for item in tests]
 
 
-# Session fixtures too costly to set up in more than one test process of `make test`: their
-# tests are in one module, which pytest-xdist (--dist loadfile) gives to one process.
+# Session fixtures that take minutes of a process: the demo's run (its tests in one module,
+# which pytest-xdist's loadfile gives to one process, so it runs once) and the cluster's.
 SHARED_SESSION_FIXTURES = {"local_demo", "standalone", "connect_server"}
 
 
@@ -391,3 +392,36 @@ def chain(team, tmp_path, settings):
             assert outcome.succeeded
             targets[job.name].append(outcome.target_batch_id)
     return SimpleNamespace(ingest=ingest, tidy=tidy, report=report, targets=targets)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_database_session_outlives_the_tests(request, django_db_blocker):
+    """PostgreSQL will not drop a test database another session still uses: a connection a
+    test leaves open (in a thread, a process, or where Django keeps it apart while
+    Playwright's event loop runs: tests/ui/conftest.py) would hold it, and its locks, to
+    the end of the session. A process's sessions are gone a moment after it dies: waited
+    for, up to 10 s."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        yield
+        return
+    request.getfixturevalue("django_db_setup")
+    yield
+    deadline = time.monotonic() + 10
+    while True:
+        with django_db_blocker.unblock(), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pid, state, backend_start, left(query, 200) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            others = cursor.fetchall()
+        if not others or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    if others:
+        pytest.fail(
+            "sessions on the test database outlived the tests (pid, state, since, last "
+            f"query): {others}",
+            pytrace=False,
+        )

@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from django.db import connections
 
 from tests.helpers.browser import CHROMIUM, SHOTS
 from tests.helpers.jobs import build_job, callable_step
@@ -34,3 +35,7 @@ def browser(monkeypatch):
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield chromium
         chromium.close()
+        # While Playwright's loop runs in this thread, Django keeps the test's connections
+        # apart from the session's (asgiref's Local takes the thread for an async one):
+        # closed here, while they are in view, or they outlive the session.
+        connections.close_all()
