@@ -20,7 +20,7 @@ FLOORS: dict[str, float] = {
     "batches/locations.py": 92,  # 92.31
     "batches/tables.py": 100,  # 100.00
     "lineage/extract.py": 96,  # 96.51
-    "processes/replay.py": 95,  # 95.16
+    "processes/replay.py": 96,  # 95.16; 96.24 since issue 29
     "processes/jobs/__init__.py": 89,  # 89.39
     "processes/jobs/checks.py": 98,  # 98.17
     "processes/jobs/enriched_fields.py": 100,  # 100.00
@@ -32,8 +32,9 @@ FLOORS: dict[str, float] = {
     "processes/jobs/spark_export.py": 87,  # 87.18
     "processes/jobs/spark_io.py": 92,  # 92.41
     "processes/jobs/spark_load.py": 93,  # 93.55
-    "processes/jobs/spark_progress.py": 77,  # 77.00
-    "processes/jobs/spark_session.py": 81,  # 81.93
+    # 77.00; 91-93 since issue 29 (the progress a stage reports while it runs depends on timing)
+    "processes/jobs/spark_progress.py": 90,
+    "processes/jobs/spark_session.py": 83,  # 81.93; 83.46 since issue 29
     "processes/jobs/spark_shred.py": 95,  # 95.94
     "processes/jobs/spark_sql.py": 93,  # 93.97
     "processes/jobs/sql_functions.py": 97,  # 97.83

@@ -85,10 +85,10 @@ WAITING_MARKERS = ("spark", "worker", "browser")
 def longest_modules_first(items: list[pytest.Item]) -> None:
     """The order in which `make test` hands out modules (--no-loadscope-reorder: in this
     order; a module is one process's unit): longest first, so that no long module starts
-    late and ends the suite alone. The demo and cluster modules first (the demo, then the
-    standalone cluster and Connect, in order; the Spark tests on a cluster of their own),
-    then the `long` ones, then those that wait on a JVM, a worker or a browser, then the
-    rest, each group by its number of tests."""
+    late and ends the suite alone. The demo and cluster module first (one process runs the
+    demo, then the standalone cluster and Connect, in order), then the `long` ones, then
+    those that wait on a JVM, a worker or a browser, then the rest, each group by its number
+    of tests."""
     modules: dict[str, list[pytest.Item]] = {}
     for item in items:
         modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
@@ -105,8 +105,8 @@ def longest_modules_first(items: list[pytest.Item]) -> None:
     items[:] = [item for tests in sorted(modules.values(), key=cost) for item in tests]
 
 
-# Session fixtures that take minutes of a process: the demo's run (its tests in one module,
-# which pytest-xdist's loadfile gives to one process, so it runs once) and the cluster's.
+# Session fixtures too costly to set up in more than one test process of `make test`: their
+# tests are in one module, which pytest-xdist (--dist loadfile) gives to one process.
 SHARED_SESSION_FIXTURES = {"local_demo", "standalone", "connect_server"}
 
 

@@ -1,10 +1,14 @@
-"""The same pipeline on a standalone cluster and through Spark Connect as on local[2].
+"""The same pipelines on a standalone cluster and through Spark Connect as on local[2].
 
 `make demo`'s pipeline (every step kind: ingest, shred with the four deduplication
 strategies, Spark SQL, export, and the page list's load and cleanse) runs on the cluster and
-through Connect, and every table it writes holds the same rows as the local[2] run's
-(tests/cluster/test_spark_tests.py runs a representative Spark test of each step kind on
-both)."""
+through Connect, and every table it writes holds the same rows as the local[2] run's. Then a
+representative Spark test of each step kind is run again, in a pytest of its own whose
+session is the cluster's or the Connect server's (``BDRE_TEST_SPARK``, tests/conftest.py):
+the same assertions, so the same rows; through Connect, where the session is the server's,
+also what Connect changes (the `connect` marker). The rest of the Spark tests run on
+local[2] only: each is about a transform or a step body, which the target does not change,
+and the demo runs their code on both targets (docs/testing.md)."""
 
 from __future__ import annotations
 
@@ -15,8 +19,55 @@ import subprocess
 import sys
 
 import pytest
+from django.conf import settings
 
 from tests.helpers.demo_runs import JOBS, ROOT, run_demo
+from tests.helpers.machine import MACHINE_PART_MISSING
+
+# Run again in a pytest of its own on each target: a representative test of each step kind
+# (the `representative` marker) everywhere, and through Connect what Connect changes
+# (`connect`: the server's sandbox, per-step options, team boundaries in its shared catalog,
+# the progress a step logs).
+SPARK_TESTS = {
+    "standalone": "representative",
+    "connect": "representative or connect",
+}
+
+
+def run_spark_tests(
+    target: str, var_dir, selection: str
+) -> tuple[subprocess.CompletedProcess[str], dict]:
+    # On the embedded default (SQLite): the test database of this session is not shared.
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    env |= {"BDRE_TEST_SPARK": target, "BDRE_VAR_DIR": str(var_dir)}
+    # The S3A jars this checkout fetched already (tests/conftest.py), not another download.
+    env.setdefault("BDRE_SPARK_JARS_DIR", settings.BDRE_SPARK_JARS_DIR)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m",
+         f"spark and not worker and not cluster and ({selection})", "tests/processes/jobs"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500,
+    )  # fmt: skip
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    counts = {
+        word: int(n) for n, word in re.findall(r"(\d+) (passed|failed|skipped|error)", summary)
+    }
+    return done, counts
+
+
+def check_spark_tests(target: str, var_dir, selection: str, at_least: int) -> None:
+    done, counts = run_spark_tests(target, var_dir, selection)
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    assert counts.get("passed", 0) >= at_least, done.stdout[-2000:]
+    # Only the one_jvm_only tests (an in-memory Derby database, S3A settings changed in the
+    # driver's JVM while it runs) may be passed over, and, on a machine that lacks a part a
+    # test needs (Debian's JDBC driver, say), that test: where everything is required (CI),
+    # it failed instead.
+    skipped = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]
+    listed = sum(int(n) for n in re.findall(r"^SKIPPED \[(\d+)\]", "\n".join(skipped), re.M))
+    assert listed == counts.get("skipped", 0), done.stdout[-2000:]
+    accepted = ("needs Spark in this process's JVM", MACHINE_PART_MISSING)
+    assert all(any(reason in line for reason in accepted) for line in skipped), skipped
+
 
 # --- make demo's run on local[2], which the cluster runs below are compared with ------------
 # In this module with them: `make test` gives a module's tests to one test process
@@ -100,6 +151,9 @@ def test_a_notebook_session_lists_and_queries_the_tables_the_demo_wrote(local_de
     gives the lines of a SparkSession that sees BDRE's tables, with their batch partitions,
     in the published catalog; here on the tables the demo's pipeline wrote."""
     import json
+    import os
+    import subprocess
+    import sys
 
     assert local_demo.returncode == 0, local_demo.out + local_demo.log
     env = {
@@ -149,6 +203,11 @@ def test_a_notebook_session_lists_and_queries_the_tables_the_demo_wrote(local_de
 # --- the cluster and Spark Connect -------------------------------------------------------------
 
 
+@pytest.mark.spark  # in the pytest it starts
+def test_the_spark_tests_pass_on_a_standalone_cluster(standalone, tmp_path):
+    check_spark_tests(standalone.master_url, tmp_path / "var", SPARK_TESTS["standalone"], 3)
+
+
 # The order of these tests matters: the Connect server (a session fixture, started by the first
 # test that needs it) keeps an application holding one of the cluster's two cores until the
 # session ends, and the standalone demo's worker has two Spark processes, an application of
@@ -172,6 +231,11 @@ def test_the_demo_pipeline_writes_the_same_rows_as_on_local(target, local_demo, 
         # Through the server: its one application on the cluster, a Connect session per worker.
         assert ids and all(" session " in i for i in ids)
     assert_same_outputs(run, local_demo)
+
+
+@pytest.mark.spark  # in the pytest it starts
+def test_the_spark_tests_pass_through_spark_connect(connect_server, tmp_path):
+    check_spark_tests(connect_server.remote_url, tmp_path / "var", SPARK_TESTS["connect"], 20)
 
 
 def application_ids(run) -> set[str]:
