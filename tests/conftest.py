@@ -93,16 +93,17 @@ def longest_modules_first(items: list[pytest.Item]) -> None:
     for item in items:
         modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
 
-    def cost(tests: list[pytest.Item]) -> tuple[int, int]:
+    def group(tests: list[pytest.Item]) -> int:
         if any(shares_the_demo_or_cluster(item) for item in tests):
-            return (0, -len(tests))
+            return 0
         if any(item.get_closest_marker("long") for item in tests):
-            return (1, -len(tests))
+            return 1
         if any(item.get_closest_marker(name) for item in tests for name in WAITING_MARKERS):
-            return (2, -len(tests))
-        return (3, -len(tests))
+            return 2
+        return 3
 
-    items[:] = [item for tests in sorted(modules.values(), key=cost) for item in tests]
+    ordered = sorted(modules.values(), key=lambda tests: (group(tests), -len(tests)))
+    items[:] = [item for tests in ordered for item in tests]
 
 
 # Session fixtures too costly to set up in more than one test process of `make test`: their
@@ -408,18 +409,17 @@ def no_database_session_outlives_the_tests(request, django_db_blocker):
         return
     request.getfixturevalue("django_db_setup")
     yield
-    deadline = time.monotonic() + 10
-    while True:
+    from tests.helpers.broker_clients import wait_until
+
+    def other_sessions() -> list[tuple]:
         with django_db_blocker.unblock(), connection.cursor() as cursor:
             cursor.execute(
                 "SELECT pid, state, backend_start, left(query, 200) FROM pg_stat_activity"
                 " WHERE datname = current_database() AND pid <> pg_backend_pid()"
             )
-            others = cursor.fetchall()
-        if not others or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
-    if others:
+            return cursor.fetchall()
+
+    if not wait_until(lambda: not other_sessions(), timeout=10) and (others := other_sessions()):
         pytest.fail(
             "sessions on the test database outlived the tests (pid, state, since, last "
             f"query): {others}",
