@@ -92,7 +92,20 @@ def run_demo(var_dir: Path, **env: str) -> DemoRun:
     # In a process group of its own: on a timeout the group goes (the demo's embedded worker
     # and its Spark drivers with it), not the command alone, which would leave them running.
     demo = subprocess.Popen(
-        [*manage, "demo", "--run", "--timeout", "400", "--files", "2", "--events", "400"],
+        # A 5-second timer: the second drop waits for a tick, not for the default 20 s.
+        [
+            *manage,
+            "demo",
+            "--run",
+            "--timeout",
+            "400",
+            "--files",
+            "2",
+            "--events",
+            "400",
+            "--scan-seconds",
+            "5",
+        ],
         env=environ,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

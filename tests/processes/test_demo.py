@@ -72,6 +72,22 @@ def test_demo_schedules_the_pipeline():
         assert schedules.runs_on_upstream(Process.objects.get(name=name).pk), name
 
 
+def test_demo_scan_seconds_sets_the_scans_timer_and_a_plain_rerun_keeps_it():
+    from processes import schedules
+
+    call_command("demo", "--scan-seconds", "5", stdout=io.StringIO())
+    call_command("demo", stdout=io.StringIO())
+    for name in JOBS[:2]:
+        assert schedules.schedule_of(Process.objects.get(name=name).pk).every_seconds == 5
+
+
+def test_demo_refuses_a_scan_timer_under_a_second():
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="--scan-seconds must be 1 or more"):
+        call_command("demo", "--scan-seconds", "0", stdout=io.StringIO())
+
+
 def test_the_demo_login_is_a_team_member_and_its_superuser_has_the_admin(client):
     from processes.demo import set_up_demo
 
@@ -98,3 +114,5 @@ def test_generated_landing_files_have_duplicates_bad_lines_and_a_file_in_flight(
     assert len(lines) > 200  # duplicates and bad lines on top of the unique events
     assert any(len(line.split("\t")) != 131 for line in lines)
     assert not list(tmp_path.glob("_*"))  # written under a temporary name, then renamed
+    # One drop lands at one moment: a scan's minimum age admits all of its files or none.
+    assert len({p.stat().st_mtime for p in files}) == 1

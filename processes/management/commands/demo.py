@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from bdre.worker import start_worker, stop_worker
-from processes import demo
+from processes import demo, schedules
 
 
 class Command(BaseCommand):
@@ -30,9 +30,17 @@ class Command(BaseCommand):
         parser.add_argument("--files", type=int, default=3)
         parser.add_argument("--events", type=int, default=2000, help="events per file")
         parser.add_argument("--addrport", default="127.0.0.1:8000")
+        parser.add_argument(
+            "--scan-seconds",
+            type=int,
+            default=None,
+            help=f"the scans' timer (default {demo.DEMO_SCAN_SECONDS}; an existing one is kept)",
+        )
 
     def handle(self, *args: Any, **o: Any) -> None:
-        setup = demo.set_up_demo()
+        if o["scan_seconds"] is not None and o["scan_seconds"] < 1:
+            raise CommandError("--scan-seconds must be 1 or more")
+        setup = demo.set_up_demo(scan_seconds=o["scan_seconds"])
         out = self.stdout
         out.write(self.style.SUCCESS("BDRE demo is set up."))
         out.write(f"  team:        {setup.team.name}")
@@ -67,7 +75,8 @@ class Command(BaseCommand):
         if o["serve"]:
             out.write(
                 f"  Drop more files into {demo.landing_folder(setup.team)}: the next scheduled "
-                f"scan (every {demo.DEMO_SCAN_SECONDS} s) picks them up."
+                f"scan (every {schedules.schedule_of(setup.ingest.pk).every_seconds} s) "
+                "picks them up."
             )
             out.flush()
             # A SIGTERM (not only Ctrl-C) also stops the worker started above.
@@ -117,7 +126,7 @@ class Command(BaseCommand):
                 raise CommandError(f"the pipeline did not finish in {timeout} s; see {log}")
             out.write(".", ending="")
             out.flush()
-            time.sleep(2)
+            time.sleep(1)
         out.write(" done.")
 
     def _stop_worker(self) -> None:
