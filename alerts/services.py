@@ -79,9 +79,7 @@ def targets(job: Process, kind: str) -> list[Target]:
 
 def _live_job(job_id: int) -> Process | None:
     return (
-        Process.objects.select_related("bus_domain__team")
-        .filter(pk=job_id, deleted=False, parent__isnull=True)
-        .first()
+        Process.objects.select_related("bus_domain__team").live().jobs().filter(pk=job_id).first()
     )
 
 

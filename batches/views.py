@@ -191,7 +191,7 @@ def batch_list(request: HttpRequest) -> HttpResponse:
     page = Paginator(found.qs if found.is_valid() else batches.none(), 50).get_page(
         request.GET.get("page")
     )
-    jobs = scope(request.user, Process.objects.filter(parent__isnull=True, deleted=False))
+    jobs = scope(request.user, Process.objects.live().jobs())
     query = request.GET.copy()
     query.pop("page", None)
     return render(

@@ -223,7 +223,9 @@ class ProcessViewSet(ProcessReplayActions, ScopedViewSet):
     def init_job(self, request: Request, pk: str) -> Response:
         job_id = self._job(request, pk)
         data = _body(InitJobInput, request)
-        result = lifecycle.init_job(job_id, data.get("max_batch"), worker=f"api:{request.user}")
+        result = lifecycle.init_job(
+            job_id, data.get("max_batch"), worker=f"api:{request.user}", force=data["force"]
+        )
         return Response(result.as_dict(), status=status.HTTP_201_CREATED)
 
     @extend_schema(request=HaltJobInput, responses={204: None, **ERRORS})

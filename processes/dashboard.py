@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from batches.models import CLAIMABLE_STATES, ArchiveConsumpQueue, BatchConsumpQueue, BatchState
 from processes import schedules
-from processes.models import ExecState, InstanceExec, Process
+from processes.models import ExecState, InstanceExec, Process, ProcessQuerySet
 
 
 @dataclass
@@ -47,10 +47,10 @@ def _describe(schedule: schedules.Schedule) -> str:
     return "after upstream" if schedule.on_upstream else "manual"
 
 
-def job_rows(jobs: QuerySet[Process], now: datetime | None = None) -> list[JobRow]:
+def job_rows(jobs: ProcessQuerySet, now: datetime | None = None) -> list[JobRow]:
     now = now or timezone.now()
     # One read of the jobs: a job added between two reads would have no schedule below.
-    live_jobs = list(jobs.filter(parent__isnull=True, deleted=False).order_by("name"))
+    live_jobs = list(jobs.live().jobs().order_by("name"))
     ids = [job.pk for job in live_jobs]
     last_ids = (
         InstanceExec.objects.filter(process_id__in=ids, parent__isnull=True)
@@ -76,7 +76,7 @@ def job_rows(jobs: QuerySet[Process], now: datetime | None = None) -> list[JobRo
         InstanceExec.objects.filter(
             process_id__in=ids,
             parent__isnull=True,
-            exec_state_id__in=(ExecState.FAILED, ExecState.KILLED),
+            exec_state_id__in=ExecState.failed(),
             end_ts__gte=now - timedelta(hours=24),
         )
         .values("process_id")

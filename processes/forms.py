@@ -180,7 +180,7 @@ class StepForm(forms.Form):
     def __init__(self, *args: Any, user: AnyUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _model_choices(self, "upstream").queryset = (
-            scope(user, Process.objects.filter(parent__isnull=True, deleted=False))
+            scope(user, Process.objects.live().jobs())
             .select_related("bus_domain__team")
             .order_by("name")
         )
@@ -256,7 +256,7 @@ class StepEditForm(forms.Form):
         assert isinstance(step_field, forms.TypedChoiceField)  # declared above
         step_field.choices = [(s.pk, s.name) for s in steps]
         _model_choices(self, "upstream").queryset = (
-            scope(user, Process.objects.filter(parent__isnull=True, deleted=False))
+            scope(user, Process.objects.live().jobs())
             .select_related("bus_domain__team")
             .order_by("name")
         )

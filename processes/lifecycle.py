@@ -29,12 +29,11 @@ from batches import queue as batch_queue
 from batches.models import SEED_BATCH_ID, Batch, BatchConsumpQueue, BatchState, File
 from bdre.errors import BdreError, Code
 from lineage import openlineage
-from processes import events
+from processes import events, schedules
 from processes.models import ExecState, InstanceExec, Process, Trigger
 from processes.workflow import predecessors, steps_in_order
 
 Queue = BatchConsumpQueue
-FAILED_STATES = (ExecState.FAILED, ExecState.KILLED)
 
 
 @dataclass(frozen=True)
@@ -78,19 +77,6 @@ def default_worker() -> str:
 
 
 # --- helpers (run inside the caller's transaction) ----------------------------------------
-
-
-def _lock_job(process_id: int) -> Process:
-    job = (
-        Process.objects.select_for_update()
-        .filter(pk=process_id, deleted=False, parent__isnull=True)
-        .first()
-    )
-    if job is None:
-        raise BdreError(
-            Code.INVALID_PARENT_PROCESS, f"{process_id} is not a live job (parent process)"
-        )
-    return job
 
 
 def _lock_step(sub_process_id: int) -> tuple[Process, Process]:
@@ -216,13 +202,18 @@ def init_job(
     *,
     worker: str | None = None,
     trigger: str = Trigger.MANUAL,
+    force: bool = False,
 ) -> InitJobResult:
-    """Start a run of a job: claim its steps' input and create its target batch.
+    """Start a run of a job: claim its steps' input and create its target batch. A paused
+    job starts no run (116), unless a manual run is ``force``d (``schedules.hold``).
 
     One transaction; its row locks, in this order (the order ``batches.queue`` takes them
     too, a queue row only after its job): the job's row, then the queue rows the run takes,
     claimed with SKIP LOCKED or, on a re-run, those of its target batch updated in place."""
-    job = _lock_job(process_id)  # lock 1: the job's row (102)
+    job = Process.objects.get_live_job(process_id, lock=True)  # lock 1: the job's row (102)
+    # Under the job's lock, which pause() takes too: a pause that returned holds every run
+    # after it, and a run that got the lock first was started before the pause.
+    schedules.hold(job.pk, manual=trigger == Trigger.MANUAL, force=force)  # 116
     graph = _validate(job, max_batch)  # 104, 110, 101
     rerun_batch_id = _rerun_target(job, graph.consuming)
     now = timezone.now()
@@ -484,7 +475,7 @@ def _rerun_target(job: Process, consuming: list[Process]) -> int | None:
         .values("exec_state_id", "target_batch_id")
         .first()
     )
-    if not last or last["exec_state_id"] not in FAILED_STATES:
+    if not last or last["exec_state_id"] not in ExecState.failed():
         return None
     return last["target_batch_id"]
 
@@ -569,7 +560,7 @@ def halt_job(
 ) -> None:
     """Finish a run successfully: queue its target batch for every downstream step and move
     the rows it consumed to the archive."""
-    job = _lock_job(process_id)
+    job = Process.objects.get_live_job(process_id, lock=True)
     run = _running(job, instance_exec_id, Code.PROCESS_NOT_RUNNING)
     step_runs = list(
         InstanceExec.objects.filter(parent=run)
@@ -582,7 +573,7 @@ def halt_job(
     latest: dict[int, tuple[int, str]] = {}
     for step_id, state, name in step_runs:
         latest.setdefault(step_id, (state, name))
-    failed = sorted(name for state, name in latest.values() if state in FAILED_STATES)
+    failed = sorted(name for state, name in latest.values() if state in ExecState.failed())
     if failed:
         raise BdreError(Code.SUB_PROCESS_FAILED, ", ".join(failed))
 
@@ -615,7 +606,7 @@ def term_job(
 ) -> None:
     """Fail a run: its claimed rows stay queued as FAILED for the next run (the re-run), or
     go to the dead letter after ``max_retries`` failed attempts."""
-    job = _lock_job(process_id)
+    job = Process.objects.get_live_job(process_id, lock=True)
     run = _running(job, instance_exec_id, Code.PROCESS_NOT_RUNNING)
     now = timezone.now()
     error = error or "terminated"

@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import Q
 from django_celery_beat.models import PeriodicTask
 
+from bdre.errors import BdreError, Code
 from bdre.fields import EncryptedTextField, is_readable
 from bdre.master import MasterTable
 
@@ -29,6 +30,11 @@ class ExecState(models.IntegerChoices):
     FAILED = 6
     KILLED = 7
     STARTED = 8
+
+    @classmethod
+    def failed(cls) -> tuple[ExecState, ...]:
+        """The states of a run that ended without success: a re-run takes its batch over."""
+        return (cls.FAILED, cls.KILLED)
 
 
 class WorkflowKind(models.IntegerChoices):
@@ -155,6 +161,25 @@ class ProcessTemplateProperty(models.Model):
         return f"{self.config_group}.{self.key}"
 
 
+class ProcessQuerySet(models.QuerySet["Process"]):
+    def live(self) -> ProcessQuerySet:
+        """Not deleted (a deleted process keeps its row for its runs' history)."""
+        return self.filter(deleted=False)
+
+    def jobs(self) -> ProcessQuerySet:
+        """Jobs, not their steps."""
+        return self.filter(parent__isnull=True)
+
+    def get_live_job(self, pk: int, *, lock: bool = False) -> Process:
+        """The live job ``pk``, its row locked (``SELECT ... FOR UPDATE``) with ``lock``;
+        else 102, whether the id is a step's, a deleted job's or no process's."""
+        found = self.live().jobs().filter(pk=pk)
+        job = (found.select_for_update() if lock else found).first()
+        if job is None:
+            raise BdreError(Code.INVALID_PARENT_PROCESS, f"{pk} is not a live job (parent process)")
+        return job
+
+
 class Process(models.Model):
     """A job (``parent`` is null) or one of its steps."""
 
@@ -201,6 +226,8 @@ class Process(models.Model):
     schedule = models.OneToOneField(
         PeriodicTask, null=True, blank=True, on_delete=models.SET_NULL, related_name="process"
     )
+
+    objects = ProcessQuerySet.as_manager()
 
     team_lookup = "bus_domain__team"
 

@@ -83,15 +83,18 @@ def start(
     max_batch: int | None = None,
     worker: str | None = None,
     trigger: str = Trigger.MANUAL,
+    force: bool = False,
 ) -> Started:
     """``init_job`` and the first steps to run. Raises the lifecycle's BdreError (104 when
-    a run is going, 112 or 109 when there is nothing to consume)."""
+    a run is going, 112 or 109 when there is nothing to consume, 116 when it is paused and
+    not ``force``d)."""
     job = Process.objects.get(pk=job_id)
     claim = lifecycle.init_job(
         job_id,
         max_batch if max_batch is not None else max_batch_of(job),
         worker=worker,
         trigger=trigger,
+        force=force,
     )
     InstanceExec.objects.filter(pk=claim.instance_exec_id).update(
         plan={"skipped": claim.skipped_step_ids, "dispatched": []}
@@ -374,9 +377,11 @@ def run_job(
     max_batch: int | None = None,
     worker: str | None = None,
     options: dict[str, Any] | None = None,
+    force: bool = False,
 ) -> RunOutcome:
-    """Run a whole job in this process, its steps one after the other in workflow order."""
-    started = start(job_id, max_batch=max_batch, worker=worker)
+    """Run a whole job in this process, its steps one after the other in workflow order
+    (a paused job only when ``force``d)."""
+    started = start(job_id, max_batch=max_batch, worker=worker, force=force)
     outcome = RunOutcome(
         job_id=job_id,
         instance_exec_id=started.instance_exec_id,

@@ -277,10 +277,7 @@ def _exports(job_ids: set[int]) -> dict[int, list[str]]:
 
 
 def _job(job_id: int) -> Process:
-    job = Process.objects.filter(pk=job_id, deleted=False, parent__isnull=True).first()
-    if job is None:
-        raise BdreError(Code.INVALID_PARENT_PROCESS, f"{job_id} is not a live job", http_status=404)
-    return job
+    return Process.objects.get_live_job(job_id)
 
 
 def _consumes(job: Process) -> bool:

@@ -58,7 +58,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
     )
     page.object_list = list(page.object_list)
     runs.attach_totals(page.object_list)
-    jobs = scope(request.user, Process.objects.filter(parent__isnull=True, deleted=False))
+    jobs = scope(request.user, Process.objects.live().jobs())
     query = request.GET.copy()
     query.pop("page", None)
     trend = None

@@ -29,7 +29,7 @@ from django.utils import timezone
 from batches.ingest.scan import CheckResult, check, record_check
 from batches.models import ScanState
 from bdre.errors import BdreError, Code
-from processes import orchestrator
+from processes import orchestrator, schedules
 from processes.models import ExecState, InstanceExec, Process
 from processes.workflow import predecessors, steps_in_order
 
@@ -79,7 +79,9 @@ def start(
     lifecycle's BdreError (104 when a run is going)."""
     job = Process.objects.select_related("process_type").get(pk=job_id)
     scans = gating_scans(job)
-    if not scans:
+    # A paused job's run is init_job's to refuse (116) or, forced, to start: its storage is
+    # not listed for a run that may not start.
+    if not scans or schedules.is_paused(job_id):
         return orchestrator.start(job_id, max_batch=max_batch, worker=worker, **options)
     latest = (
         InstanceExec.objects.filter(process_id=job_id)
@@ -89,7 +91,7 @@ def start(
     )
     if latest is not None and latest[1] == ExecState.RUNNING:
         raise BdreError(Code.PARENT_ALREADY_RUNNING, f"{job.name} ({job.pk})")
-    if latest is not None and latest[1] in (ExecState.FAILED, ExecState.KILLED):
+    if latest is not None and latest[1] in ExecState.failed():
         return orchestrator.start(job_id, max_batch=max_batch, worker=worker, **options)
     watermark = latest[0] if latest is not None else 0
     try:

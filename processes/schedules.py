@@ -90,21 +90,9 @@ def _validate(schedule: Schedule) -> None:
 
 def _job(job_id: int) -> Process:
     # Locked (in the caller's transaction): a pause and a schedule change at once never
-    # lose one another (change_timing reads the pause, then writes it back).
-    job = (
-        Process.objects.select_for_update()
-        .filter(pk=job_id, parent__isnull=True, deleted=False)
-        .first()
-    )
-    if job is None:
-        # As another team's job answers (bdre.api.acting_on): an id never tells whether a
-        # row exists that the user may not see.
-        raise BdreError(
-            Code.INVALID_PARENT_PROCESS,
-            f"{job_id} is not a live job (parent process)",
-            http_status=404,
-        )
-    return job
+    # lose one another (change_timing reads the pause, then writes it back), and init_job,
+    # which checks the pause under the same lock, never starts a run after a pause returned.
+    return Process.objects.get_live_job(job_id, lock=True)
 
 
 @transaction.atomic

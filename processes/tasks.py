@@ -79,10 +79,11 @@ def start_run(
     worker's log; the schedule and the upstream trigger go through ``run_process``. A job
     whose scans find nothing new starts no run: the answer is then ``scan_gate.Quiet``
     (docs/operations.md, "Quiet scans"). A run of a paused job is refused (116): a manual
-    one unless ``force``, any other always (``schedules.hold``)."""
-    _live_job(job_id)
-    schedules.hold(job_id, manual=trigger == Trigger.MANUAL, force=force)
-    started = scan_gate.start(job_id, max_batch=max_batch, worker=worker, trigger=trigger)
+    one unless ``force``, any other always (``lifecycle.init_job``, under the job's lock)."""
+    Process.objects.get_live_job(job_id)
+    started = scan_gate.start(
+        job_id, max_batch=max_batch, worker=worker, trigger=trigger, force=force
+    )
     if isinstance(started, scan_gate.Quiet):
         return started
     hand_on(started.instance_exec_id, started.ready, started.downstream)
@@ -164,16 +165,10 @@ def _dispatch(job_run_id: int, step_ids: list[int]) -> None:
         transaction.on_commit(send)
 
 
-def _live_job(job_id: int) -> None:
-    job = Process.objects.filter(pk=job_id, deleted=False).first()
-    if job is None or job.parent_id is not None:
-        raise BdreError(Code.INVALID_PARENT_PROCESS, f"{job_id} is not a live job")
-
-
 def enqueue_run(job_id: int, max_batch: int | None = None) -> None:
     """Queue a whole run of the job on the workers (after the commit): the downstream jobs
     a run triggers."""
-    _live_job(job_id)
+    Process.objects.get_live_job(job_id)
     transaction.on_commit(
         lambda: run_process.apply_async(
             (job_id, max_batch), kwargs={"trigger": Trigger.UPSTREAM}, queue=settings.BDRE_QUEUE

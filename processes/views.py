@@ -47,7 +47,7 @@ from processes.models import (
 
 
 def visible_jobs(request: HttpRequest):
-    return scope(request.user, Process.objects.filter(parent__isnull=True, deleted=False))
+    return scope(request.user, Process.objects.live().jobs())
 
 
 def _job(request: HttpRequest, pk: int, role: Role = Role.VIEWER) -> Process:

@@ -39,19 +39,24 @@ def test_running_a_job_that_is_running_is_a_409_saying_so(team, make_job, sent):
     assert sent == []
 
 
-def test_running_a_paused_job_is_a_409_unless_forced(team, make_job, sent):
+# Run now and the lifecycle's own init-job: both start a run through init_job, which checks
+# the pause under the job's lock (tests/processes/test_concurrency.py races it).
+@pytest.mark.parametrize(
+    ("action", "run_field"), [("run", "run"), ("init-job", "instance_exec_id")]
+)
+def test_starting_a_paused_job_is_a_409_unless_forced(team, make_job, sent, action, run_field):
     job = make_job("nightly")
     schedules.set_schedule(job.pk, schedules.Schedule(every_seconds=3600))
     schedules.pause(job.pk)
     dev = api_as(team.developer)
-    refused = dev.post(f"/api/v1/processes/{job.pk}/run/", {"max_batch": 5}, format="json")
+    refused = dev.post(f"/api/v1/processes/{job.pk}/{action}/", {"max_batch": 5}, format="json")
     assert refused.status_code == 409, refused.content
     assert refused.json()["code"] == 116
     assert "force" in refused.json()["message"]
     assert not InstanceExec.objects.filter(process=job).exists()
-    forced = dev.post(f"/api/v1/processes/{job.pk}/run/", {"force": True}, format="json")
+    forced = dev.post(f"/api/v1/processes/{job.pk}/{action}/", {"force": True}, format="json")
     assert forced.status_code == 201, forced.content
-    assert InstanceExec.objects.get(process=job).pk == forced.json()["run"]
+    assert InstanceExec.objects.get(process=job).pk == forced.json()[run_field]
     assert schedules.is_paused(job.pk)  # running it anyway does not resume its schedule
 
 

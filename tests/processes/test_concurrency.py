@@ -14,13 +14,13 @@ import time
 from datetime import timedelta
 
 import pytest
-from django.db import connections
+from django.db import connections, transaction
 from django.utils import timezone
 
 from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState
 from bdre.errors import BdreError, Code
 from processes import lifecycle
-from processes.models import ExecState, InstanceExec
+from processes.models import ExecState, InstanceExec, Trigger
 from tests.helpers.concurrency import FORK, in_children
 from tests.helpers.lifecycle import steps_of
 
@@ -154,3 +154,60 @@ def test_a_killed_run_is_reaped_and_its_rows_claimed_again_with_nothing_lost(mak
     )
     assert set(archived.values_list("attempts", flat=True)) == {2}
     assert not BatchConsumpQueue.objects.exists()
+
+
+def _pause_held_open(job_id: int, locked, reached) -> None:
+    """Pause the job, and commit only once the other process is about to take the job."""
+    from processes import schedules
+
+    connections.close_all()
+    try:
+        with transaction.atomic():
+            schedules.pause(job_id)
+            locked.set()
+            assert reached.wait(60)
+    finally:
+        connections.close_all()
+
+
+def _scheduled_run(job_id: int, locked, reached, outcomes) -> None:
+    from processes import tasks
+
+    connections.close_all()
+    init_job = lifecycle.init_job
+
+    def announced(*args, **kwargs):
+        reached.set()
+        return init_job(*args, **kwargs)
+
+    lifecycle.init_job = announced  # this forked process's own module
+    tasks.hand_on = lambda *args: None  # the run's steps are not this test's subject
+    try:
+        assert locked.wait(60)
+        started = tasks.start_run(job_id, trigger=Trigger.SCHEDULE)
+        outcomes.put(started.instance_exec_id)
+    except BdreError as error:
+        outcomes.put(int(error.code))
+    finally:
+        connections.close_all()
+
+
+def test_a_pause_committed_while_a_scheduled_run_waits_for_the_job_holds_that_run(make_job):
+    """The schedule's run reads the job unpaused, then waits for the job's lock, which the
+    pause holds; the pause commits. The run must see the pause it waited for (116), as
+    ``init_job`` checks it under the job's lock, not before."""
+    job = make_job("paused-meanwhile")
+    locked, reached, outcomes = FORK.Event(), FORK.Event(), FORK.Queue()
+    connections.close_all()
+    children = [
+        FORK.Process(target=_pause_held_open, args=(job.pk, locked, reached)),
+        FORK.Process(target=_scheduled_run, args=(job.pk, locked, reached, outcomes)),
+    ]
+    for child in children:
+        child.start()
+    outcome = outcomes.get(timeout=120)
+    for child in children:
+        child.join(60)
+    assert [child.exitcode for child in children] == [0, 0]
+    assert outcome == Code.JOB_PAUSED
+    assert not InstanceExec.objects.filter(process=job).exists()

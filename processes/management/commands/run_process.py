@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from bdre.commands import RUN_FAILED, JsonCommand
-from processes import orchestrator, scan_gate, schedules, tasks
+from processes import orchestrator, scan_gate, tasks
 
 
 class Command(JsonCommand):
@@ -27,8 +27,7 @@ class Command(JsonCommand):
 
     def run(self, **o: Any) -> object:
         if o["wait"]:
-            schedules.hold(o["process_id"], manual=True, force=o["force"])
-            return orchestrator.run_job(o["process_id"], max_batch=o["max_batch"])
+            return orchestrator.run_job(o["process_id"], max_batch=o["max_batch"], force=o["force"])
         started = tasks.start_run(o["process_id"], o["max_batch"], force=o["force"])
         if isinstance(started, scan_gate.Quiet):  # its scans found nothing new: no run
             return {
