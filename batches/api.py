@@ -68,7 +68,7 @@ class QueueViewSet(viewsets.ReadOnlyModelViewSet):
 
     def _row(self, request: Request, pk: str) -> int:
         acting_on(
-            request, BatchConsumpQueue, int(pk), role=Role.DEVELOPER, unknown=Code.BATCH_NOT_QUEUED
+            request, BatchConsumpQueue, int(pk), role=Role.DEVELOPER, unknown=Code.UNKNOWN_ROW
         )
         return int(pk)
 

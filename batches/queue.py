@@ -134,10 +134,9 @@ def restore_claims(target_batch_ids: Sequence[int], *, now: datetime) -> int:
     if clash := keys & set(live):
         source, step = min(clash)
         raise BdreError(
-            Code.BATCH_NOT_QUEUED,
+            Code.QUEUE_STATE_CONFLICT,
             f"batch {source} is in step {step}'s queue already (waiting, failed or a dead "
             "letter): requeue or discard it first",
-            http_status=409,
         )
     seen: set[tuple[int, int]] = set()
     rows = []
@@ -246,9 +245,7 @@ def _locked_row(queue_id: int) -> BatchConsumpQueue:
         Process.objects.select_for_update().filter(pk=job_id).first()
     row = Queue.objects.select_for_update().filter(pk=queue_id).first()
     if row is None:
-        raise BdreError(
-            Code.BATCH_NOT_QUEUED, f"queue row {queue_id} does not exist", http_status=404
-        )
+        raise BdreError(Code.UNKNOWN_ROW, f"queue row {queue_id} does not exist")
     held = row.batch_state_id == BatchState.ACCESSED or (
         row.target_batch_id is not None
         and InstanceExec.objects.filter(
@@ -279,10 +276,9 @@ def requeue(queue_id: int) -> BatchConsumpQueue:
     row = _locked_row(queue_id)
     if row.batch_state_id not in (BatchState.DISCARDED, BatchState.FAILED):
         raise BdreError(
-            Code.BATCH_NOT_QUEUED,
+            Code.QUEUE_STATE_CONFLICT,
             f"queue row {queue_id} is {BatchState(row.batch_state_id).name}: only failed or "
             "discarded rows can be requeued",
-            http_status=409,
         )
     retried = {
         "attempts": 0,
@@ -320,10 +316,9 @@ def discard(queue_id: int, reason: str, *, by: str = "") -> BatchConsumpQueue:
     row = _locked_row(queue_id)
     if row.batch_state_id not in CLAIMABLE:
         raise BdreError(
-            Code.BATCH_NOT_QUEUED,
+            Code.QUEUE_STATE_CONFLICT,
             f"queue row {queue_id} is {BatchState(row.batch_state_id).name}: only new or "
             "failed rows can be discarded",
-            http_status=409,
         )
     why = reason.strip() or "no reason given"
     note = f"discarded by {by}: {why}" if by else f"discarded by hand: {why}"
@@ -344,7 +339,7 @@ class RowResult:
 
 def unknown_row() -> BdreError:
     # No id in the message: a row of another team must read exactly as an id of no row.
-    return BdreError(Code.BATCH_NOT_QUEUED, "no such queue row", http_status=404)
+    return BdreError(Code.UNKNOWN_ROW, "no such queue row")
 
 
 def requeue_many(queue_ids: Sequence[int]) -> list[RowResult]:
@@ -363,7 +358,7 @@ def _each(queue_id: int, act: Callable[[], BatchConsumpQueue]) -> RowResult:
     try:
         return RowResult(id=queue_id, row=act())
     except BdreError as exc:
-        if exc.http_status == 404:
+        if exc.code == Code.UNKNOWN_ROW:
             exc = unknown_row()
         return RowResult(id=queue_id, error=exc)
 

@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 class ErrorSerializer(serializers.Serializer):
     """The body of every lifecycle error: ``{"code": 104, "message": "..."}``."""
 
-    code = serializers.IntegerField(help_text="BDRE error code, 101-116")
+    code = serializers.IntegerField(help_text="BDRE error code, 101-120 (docs/api.md, Error codes)")
     message = serializers.CharField()
 
 
@@ -79,7 +79,7 @@ def acting_on(
     if obj is None:
         return  # the service answers unknown ids with its own code
     if not scope(request.user, model._default_manager.filter(pk=pk)).exists():
-        raise BdreError(unknown, f"{pk}", http_status=404)
+        raise BdreError(unknown, f"{pk}")
     if not can(request.user, obj, role):
         raise exceptions.PermissionDenied(f"This needs the {role.value} role in the owning team.")
 

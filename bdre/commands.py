@@ -1,9 +1,9 @@
 """The base of the lifecycle commands: print the result as JSON; on a BdreError print
-``{"code", "message"}`` to stderr and exit with the code as the status (101 to 116).
+``{"code", "message"}`` to stderr and exit with the code as the status (101 to 120).
 
 Exit statuses, for scripts (README, "From the command line"): 0 done; 1 any other error
 (Django's CommandError, a crash); 2 a usage error (argparse); 3 the command ran and what it
-ran failed (``run_process --wait`` of a run that failed); 101-116 the lifecycle's codes. The
+ran failed (``run_process --wait`` of a run that failed); 101-120 the services' codes. The
 codes are not ``code - 100``: 102 would then be 2, a usage error to any script."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""BDRE's error codes: the rules the lifecycle enforces, each with a stable number."""
+"""BDRE's error codes: the rules the services enforce, each with a stable number, one
+meaning and one HTTP status, declared here and nowhere else (docs/api.md lists them)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ class Code(IntEnum):
     BATCH_NOT_QUEUED = 114
     LEASE_LOST = 115
     JOB_PAUSED = 116
+    UNKNOWN_ROW = 117
+    QUEUE_STATE_CONFLICT = 118
+    INVALID_RANGE = 119
+    OTHER_TEAMS_BATCH = 120
 
 
 MESSAGES: dict[Code, str] = {
@@ -43,6 +48,10 @@ MESSAGES: dict[Code, str] = {
     Code.BATCH_NOT_QUEUED: "Batch not present in the process_batch_queue table",
     Code.LEASE_LOST: "Lease lost: this run was expired and replaced",
     Code.JOB_PAUSED: "The job is paused",
+    Code.UNKNOWN_ROW: "No such batch, file, queue row or run",
+    Code.QUEUE_STATE_CONFLICT: "The queue rows are not in a state that allows this",
+    Code.INVALID_RANGE: "The range is empty: its start is after its end",
+    Code.OTHER_TEAMS_BATCH: "A batch downstream belongs to another team's job",
 }
 
 # HTTP status of each code in the REST API: unknown ids are 404, state conflicts 409,
@@ -64,18 +73,25 @@ HTTP_STATUS: dict[Code, int] = {
     Code.BATCH_NOT_QUEUED: 400,
     Code.LEASE_LOST: 409,
     Code.JOB_PAUSED: 409,
+    Code.UNKNOWN_ROW: 404,
+    Code.QUEUE_STATE_CONFLICT: 409,
+    Code.INVALID_RANGE: 400,
+    Code.OTHER_TEAMS_BATCH: 409,
 }
 
 
 class BdreError(Exception):
     """A rule of the lifecycle was broken. ``code`` is one of :class:`Code`."""
 
-    def __init__(self, code: int, message: str | None = None, *, http_status: int | None = None):
+    def __init__(self, code: int, message: str | None = None):
         self.code = Code(code)
         base = MESSAGES[self.code]
         self.message = f"{base}: {message}" if message else base
-        self.http_status = http_status or HTTP_STATUS[self.code]
         super().__init__(f"{int(self.code)} {self.message}")
+
+    @property
+    def http_status(self) -> int:
+        return HTTP_STATUS[self.code]
 
     def as_dict(self) -> dict[str, object]:
         return {"code": int(self.code), "message": self.message}

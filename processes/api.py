@@ -470,9 +470,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     )
     @action(detail=True, methods=["post"])
     def heartbeat(self, request: Request, pk: str) -> Response:
-        acting_on(
-            request, InstanceExec, int(pk), role=Role.DEVELOPER, unknown=Code.PROCESS_NOT_RUNNING
-        )
+        acting_on(request, InstanceExec, int(pk), role=Role.DEVELOPER, unknown=Code.UNKNOWN_ROW)
         return Response({"lease_expires_at": lifecycle.heartbeat(int(pk))})
 
 

@@ -89,7 +89,7 @@ def plan_backfill(job_id: int, since: date, until: date) -> ReplayPlan:
     """The batches ``job_id`` made from ``since`` to ``until`` (inclusive), and downstream."""
     job = _job(job_id)
     if since > until:
-        raise BdreError(Code.NO_BATCHES, f"since {since} is after until {until}", http_status=400)
+        raise BdreError(Code.INVALID_RANGE, f"since {since} is after until {until}")
     made = {
         t
         for t, created in Archive.objects.filter(process__parent=job)
@@ -110,7 +110,7 @@ def plan_rewind(step_id: int, batch_id: int) -> ReplayPlan:
     """The batches the step's job made of its input from ``batch_id`` on, and downstream."""
     step = Process.objects.filter(pk=step_id, deleted=False, parent__isnull=False).first()
     if step is None:
-        raise BdreError(Code.INVALID_SUB_PROCESS, f"{step_id} is not a live step", http_status=404)
+        raise BdreError(Code.INVALID_SUB_PROCESS, f"{step_id} is not a live step")
     made = set(
         Archive.objects.filter(process=step, source_batch_id__gte=batch_id).values_list(
             "target_batch_id", flat=True
@@ -125,17 +125,16 @@ def plan_reprocess_batch(batch_id: int) -> ReplayPlan:
     """A job's output batch, rebuilt; a registered file's batch: the batches made of it."""
     batch = Batch.objects.filter(pk=batch_id).first()
     if batch is None:
-        raise BdreError(Code.BATCH_NOT_QUEUED, f"batch {batch_id} does not exist", http_status=404)
+        raise BdreError(Code.UNKNOWN_ROW, f"batch {batch_id} does not exist")
     live = BatchConsumpQueue.objects.exclude(batch_state_id=BatchState.DISCARDED)
     if (
         live.filter(target_batch_id=batch_id).exists()
         or live.filter(source_batch_id=batch_id, target_batch__isnull=False).exists()
     ):
         raise BdreError(
-            Code.BATCH_NOT_QUEUED,
+            Code.QUEUE_STATE_CONFLICT,
             f"batch {batch_id} (or what is made of it) is being built or waits to be rebuilt "
             "already",
-            http_status=409,
         )
     if Archive.objects.filter(target_batch_id=batch_id).exists():
         made = {batch_id}
@@ -159,7 +158,7 @@ def plan_reprocess_file(file_id: int) -> ReplayPlan:
     """The batches made of the file's batch, and downstream."""
     file = File.objects.filter(pk=file_id).first()
     if file is None:
-        raise BdreError(Code.BATCH_NOT_QUEUED, f"file {file_id} does not exist", http_status=404)
+        raise BdreError(Code.UNKNOWN_ROW, f"file {file_id} does not exist")
     return plan_reprocess_batch(file.batch_id)
 
 
@@ -204,10 +203,8 @@ def _rebuilds(level_of: dict[int, int], team_id: int | None) -> list[Rebuild]:
             # Provenance crosses into another team: rebuilding its batches is not this
             # team's to decide, and its names are not this team's to see.
             raise BdreError(
-                Code.NO_BATCHES,
-                f"batch {target} downstream belongs to another team's job: that team "
-                "reprocesses its own batches",
-                http_status=409,
+                Code.OTHER_TEAMS_BATCH,
+                f"batch {target}: that team reprocesses its own batches",
             )
         run = delivered.get(target)
         rebuilds.append(
@@ -296,14 +293,13 @@ def _team(process: Process) -> int:
 @transaction.atomic
 def put_back(plan: ReplayPlan) -> int:
     """Put the plan's first batches back in the queue, to be rebuilt (``processes.tasks.
-    start_replay`` then starts their jobs). 114 (409) when they are being rebuilt already."""
+    start_replay`` then starts their jobs). 118 when they are being rebuilt already."""
     # The jobs' rows first, as init_job locks them, then the queue rows.
     list(Process.objects.select_for_update().filter(pk__in=plan.jobs_to_start).order_by("pk"))
     rows = batch_queue.restore_claims(plan.first, now=timezone.now())
     if rows == 0:
         raise BdreError(
-            Code.BATCH_NOT_QUEUED,
+            Code.QUEUE_STATE_CONFLICT,
             "these batches are being rebuilt already (their input is back in the queue)",
-            http_status=409,
         )
     return rows

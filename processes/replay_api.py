@@ -253,7 +253,7 @@ class BatchReprocessAction:
             request,
             Batch,
             pk,
-            Code.BATCH_NOT_QUEUED,
+            Code.UNKNOWN_ROW,
             ReplayInput,
             lambda batch, a: replay.plan_reprocess_batch(batch),
         )
@@ -276,7 +276,7 @@ class FileReprocessAction:
             request,
             File,
             pk,
-            Code.BATCH_NOT_QUEUED,
+            Code.UNKNOWN_ROW,
             ReplayInput,
             lambda file, a: replay.plan_reprocess_file(file),
         )

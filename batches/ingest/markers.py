@@ -37,9 +37,7 @@ def _step(step_id: int) -> Process:
         pk=step_id, deleted=False, parent__isnull=False, process_type__job_kind="ingest.scan"
     ).first()
     if step is None:
-        raise BdreError(
-            Code.INVALID_SUB_PROCESS, f"{step_id} is not a live ingest.scan step", http_status=404
-        )
+        raise BdreError(Code.INVALID_SUB_PROCESS, f"{step_id} is not a live ingest.scan step")
     return step
 
 

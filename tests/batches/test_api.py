@@ -144,8 +144,8 @@ def test_requeue_and_discard_through_rest(dev, make_job):
     assert error(post(dev, f"queue/{row.pk}/requeue/")) == (409, 110)  # claimed
     register(dev, ingest, "2.tsv")
     waiting = BatchConsumpQueue.objects.get(process__parent=load, batch_state_id=BatchState.NEW)
-    assert error(post(dev, f"queue/{waiting.pk}/requeue/")) == (409, 114)  # nothing to requeue
-    assert error(post(dev, "queue/999999/requeue/")) == (404, 114)
+    assert error(post(dev, f"queue/{waiting.pk}/requeue/")) == (409, 118)  # nothing to requeue
+    assert error(post(dev, "queue/999999/requeue/")) == (404, 117)
 
 
 @pytest.mark.parametrize("role,expected", [("viewer", 403), ("developer", 201), ("outsider", 404)])
@@ -243,7 +243,7 @@ def test_bulk_requeue_and_discard_answer_each_row_and_hide_other_teams_rows(team
     # Another team's row answers exactly as an id of no row: nothing about it is revealed.
     unknown = {k: v for k, v in results[10**9].items() if k != "id"}
     assert {k: v for k, v in results[theirs.pk].items() if k != "id"} == unknown
-    assert unknown["ok"] is False and unknown["error"]["code"] == 114
+    assert unknown["ok"] is False and unknown["error"]["code"] == 117
     theirs.refresh_from_db()
     assert theirs.batch_state_id == BatchState.DISCARDED
 
@@ -257,7 +257,7 @@ def test_bulk_requeue_and_discard_answer_each_row_and_hide_other_teams_rows(team
     waiting = BatchConsumpQueue.objects.get(process__parent=load, batch_state_id=BatchState.NEW)
     answer = post(dev, "queue/requeue/", {"ids": [*dead, waiting.pk]}).json()
     assert [r["ok"] for r in answer["results"]] == [True, True, False]
-    assert answer["results"][2]["error"]["code"] == 114
+    assert answer["results"][2]["error"]["code"] == 118
     assert "only failed or discarded rows" in answer["results"][2]["error"]["message"]
 
 

@@ -28,4 +28,4 @@ def test_term_requeue_and_discard_from_the_command_line(make_job):
     assert cli("requeue", "--queue-id", str(row.pk))["batch_state"] == BatchState.FAILED
     discarded = cli("discard", "--queue-id", str(row.pk), "--reason", "wrong file")
     assert discarded["batch_state"] == BatchState.DISCARDED
-    assert cli_error("requeue", "--queue-id", "999999")[1]["code"] == 114
+    assert cli_error("requeue", "--queue-id", "999999")[1]["code"] == 117

@@ -95,12 +95,12 @@ def test_discard_by_hand_and_what_cannot_be_requeued(make_job):
     assert second.batch_state_id == BatchState.DISCARDED
     assert second.last_error == ""  # it never failed: discarding writes no error
     assert second.discard_reason == "discarded by hand: corrupt upstream file"
-    assert code_of(queue.requeue, first.pk) == 114  # NEW: nothing to requeue
+    assert code_of(queue.requeue, first.pk) == 118  # NEW: nothing to requeue
     lifecycle.init_job(p2.pk, 5)
     assert code_of(queue.requeue, first.pk) == 110  # claimed by a running job
     assert code_of(queue.discard, first.pk, "x") == 110
-    assert code_of(queue.requeue, 999_999) == 114
-    assert code_of(queue.discard, second.pk, "again") == 114  # DISCARDED: nothing to discard
+    assert code_of(queue.requeue, 999_999) == 117
+    assert code_of(queue.discard, second.pk, "again") == 118  # DISCARDED: nothing to discard
 
 
 def test_enqueueing_a_batch_of_a_process_that_does_not_exist_is_102(make_job):

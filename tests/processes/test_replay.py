@@ -149,7 +149,7 @@ def test_a_second_reprocess_while_the_first_waits_is_409(team, chain, queued):
     url = f"/api/v1/batches/{chain.targets['report'][0]}/reprocess/"
     assert client.post(url, {}, format="json").status_code == 202
     again = client.post(url, {}, format="json")
-    assert again.status_code == 409 and again.json()["code"] == 114
+    assert again.status_code == 409 and again.json()["code"] == 118
 
 
 def test_nothing_to_reprocess_and_bad_input_are_clear(team, chain, queued):
@@ -529,3 +529,26 @@ def test_plans_for_a_job_or_step_that_does_not_exist_are_102_and_103(db):
     with pytest.raises(BdreError) as step:
         replay.plan_rewind(999_999, 1)
     assert (int(job.value.code), int(step.value.code)) == (102, 103)
+
+
+def test_a_backfill_whose_range_is_backwards_is_119(chain):
+    from processes import replay
+
+    today = timezone.localdate()
+    with pytest.raises(BdreError) as refused:
+        replay.plan_backfill(chain.tidy.pk, today, today - timedelta(days=1))
+    assert (refused.value.code, refused.value.http_status) == (119, 400)
+
+
+def test_a_rebuild_reaching_another_teams_job_is_120_and_names_none_of_it(chain):
+    from django.db.models import Q
+
+    from processes import replay
+    from tests.helpers.factories import BusDomainFactory
+
+    theirs = BusDomainFactory(name="their-app")
+    Process.objects.filter(Q(pk=chain.report.pk) | Q(parent=chain.report)).update(bus_domain=theirs)
+    with pytest.raises(BdreError) as refused:
+        replay.plan_reprocess_batch(chain.targets["tidy"][0])
+    assert (refused.value.code, refused.value.http_status) == (120, 409)
+    assert "report" not in refused.value.message
