@@ -229,7 +229,7 @@ def spark(tmp_path_factory):
     cluster or Connect server ``BDRE_TEST_SPARK`` names."""
     from pyspark.sql import SparkSession
 
-    from processes.jobs.spark_session import SANDBOX_CONF
+    from processes.jobs.spark_conf import SANDBOX_CONF
 
     if TEST_SPARK.startswith("sc://"):
         # A Connect server has its static settings (the sandbox's, the warehouse) from its

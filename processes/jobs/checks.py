@@ -12,7 +12,7 @@ from batches.locations import LocationRefused, TeamStorage, check_step_locations
 from batches.tables import TableNotWritable, check_name, split_name
 from processes.jobs import JobContext
 from processes.jobs.python_callable import RefusedCallable, resolve
-from processes.jobs.spark_session import RefusedSparkOption, check_spark_queue, step_options
+from processes.jobs.spark_conf import RefusedSparkOption, check_spark_queue, step_options
 from processes.jobs.sql_guard import RefusedStatement, check_query
 from processes.models import Property, grouped_properties
 
@@ -65,7 +65,7 @@ def check_step_properties(
     ``callable.path`` of ``python.callable`` outside ``BDRE_CALLABLES`` or naming no
     function, a table a Spark kind writes whose name is no plain identifier
     (``../../etc.x``), a location outside the team's storage roots (batches.locations), a
-    Spark option a step may not set (spark_session.step_options)."""
+    Spark option a step may not set (spark_conf.step_options)."""
     check_step_locations(kind, properties, TeamStorage(team_id))
     check_export(kind, properties)
     step_options(kind, properties)

@@ -14,8 +14,8 @@ from batches.locations import LocationRefused, TeamStorage, spark_path
 from batches.models import HiveTable
 from lineage.steps import StepLineage, folder_of, record_step
 from processes.jobs import JobContext
+from processes.jobs.spark_conf import STEP_GROUP
 from processes.jobs.spark_session import (
-    STEP_GROUP,
     application_id,
     effective_conf,
     get_spark,

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from bdre import spark_cluster
-from processes.jobs.spark_session import SANDBOX_CONF, connect_channel, effective_conf
+from processes.jobs.spark_conf import SANDBOX_CONF
+from processes.jobs.spark_session import connect_channel, effective_conf
 from tests.helpers.jvm_env import SECRETS, command_line, environ, secrets_in
 
 pytestmark = pytest.mark.cluster

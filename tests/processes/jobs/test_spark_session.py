@@ -15,17 +15,8 @@ from typing import Any, cast
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from processes.jobs.spark_session import (
-    REDACTED,
-    SANDBOX_CONF,
-    STEP_GROUP,
-    RefusedSparkOption,
-    effective_conf,
-    session_conf,
-    step_conf,
-    step_options,
-    ui_url,
-)
+from processes.jobs.spark_conf import SANDBOX_CONF, STEP_GROUP, RefusedSparkOption, step_options
+from processes.jobs.spark_session import REDACTED, effective_conf, session_conf, step_conf, ui_url
 
 
 @pytest.fixture
