@@ -28,7 +28,6 @@ from batches import markings
 from batches import queue as batch_queue
 from batches.models import SEED_BATCH_ID, Batch, BatchConsumpQueue, BatchState, File
 from bdre.errors import BdreError, Code
-from lineage import openlineage
 from processes import events, schedules
 from processes.models import ExecState, InstanceExec, Process, Trigger
 from processes.workflow import predecessors, steps_in_order
@@ -123,16 +122,27 @@ def _set_state(
         runs = runs.filter(only_if)
     if runs.update(exec_state_id=state, end_ts=now, error=error) != 1:
         return False
-    openlineage.announce_end(run.pk, state, error)
+    _ended(run.pk, run.process_id, run.parent_id, state, error)
+    return True
+
+
+def _ended(
+    run_id: int, process_id: int, parent_id: int | None, state: ExecState, error: str
+) -> None:
     events.run_ended.send(
         sender=InstanceExec,
-        run_id=run.pk,
-        process_id=run.process_id,
-        parent_id=run.parent_id,
+        run_id=run_id,
+        process_id=process_id,
+        parent_id=parent_id,
         state=state,
         error=error,
     )
-    return True
+
+
+def _started(run: InstanceExec) -> None:
+    events.run_started.send(
+        sender=InstanceExec, run_id=run.pk, process_id=run.process_id, parent_id=run.parent_id
+    )
 
 
 def _finish(run: InstanceExec, state: ExecState, now: datetime, error: str = "") -> None:
@@ -166,10 +176,10 @@ def _fail_job_rows(job: Process, run: InstanceExec, error: str, now: datetime) -
     step had finished included), and any row claimed that many times."""
     running_steps = InstanceExec.objects.filter(parent=run, exec_state_id=ExecState.RUNNING)
     step_error = f"job run failed: {error}"
-    if openlineage.enabled():  # the ids cost a query, only worth it when events are sent
-        for step_run in running_steps.values_list("pk", flat=True):
-            openlineage.announce_end(step_run, ExecState.FAILED, step_error)
+    ending = list(running_steps.values_list("pk", "process_id"))
     running_steps.update(exec_state_id=ExecState.FAILED, end_ts=now, error=step_error)
+    for step_run, step_id in ending:
+        _ended(step_run, step_id, run.pk, ExecState.FAILED, step_error)
     rows = _run_rows(run)
     rows.filter(batch_state_id=BatchState.ACCESSED).update(
         batch_state_id=BatchState.FAILED, end_ts=now, last_error=error
@@ -230,7 +240,7 @@ def init_job(
         _claim_input(plan, target_id, run, now, max_batch)  # lock 2: rows, SKIP LOCKED
     per_step, target_marking, sources = _claimed(target_id, graph.steps, now)
     _check_claimed_all(plan, sources)  # 112 if a planned row was taken meanwhile
-    openlineage.announce(run.pk, "START")
+    _started(run)
     return InitJobResult(
         instance_exec_id=run.pk,
         target_batch_id=target_id,
@@ -642,7 +652,7 @@ def init_step(
             )
     except IntegrityError as exc:
         raise BdreError(Code.SUB_PROCESS_ALREADY_RUNNING, f"{step.name} ({step.pk})") from exc
-    openlineage.announce(run.pk, "START")
+    _started(run)
     # A step started again within the same run (after a term_step) takes its input back.
     _step_rows(job_run, step.pk).filter(
         batch_state_id__in=(BatchState.ACCESSED, BatchState.FAILED)
