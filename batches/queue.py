@@ -1,8 +1,10 @@
 """The batch queue: enqueue, register a file into a new batch, requeue and discard dead
 letters, and BDRE's GetFiles. Each function is one transaction.
 
-Claiming and archiving belong to the job lifecycle (``processes.lifecycle``), which calls
-:func:`claim` and :func:`archive` inside its own transactions.
+Every state change of a claimed row is a function here too, called by the job lifecycle
+(``processes.lifecycle``) inside its own transactions, under its locks: :func:`claim`,
+:func:`take_up`, :func:`mark_processed`, :func:`mark_failed`, :func:`dead_letter_tired`,
+:func:`reopen` and :func:`archive`.
 """
 
 from __future__ import annotations
@@ -509,6 +511,82 @@ _COLUMNS = (
     "claimed_by_id",
     "last_error",
 )
+
+
+# --- a claim's rows through its runs (the lifecycle's transactions) ---------------------------
+
+
+def claimed_rows(
+    target_batch_id: int | None, step_id: int | None = None
+) -> QuerySet[BatchConsumpQueue]:
+    """The live rows claimed for a target batch (dead letters excluded), of one step or of
+    all; none for a run without a target batch. A target batch is made by one job's run and
+    kept by its re-runs, so its id alone selects them, on its own index."""
+    if target_batch_id is None:  # not "IS NULL": those are rows no run claimed
+        return Queue.objects.none()
+    rows = Queue.objects.filter(target_batch_id=target_batch_id).exclude(
+        batch_state_id=BatchState.DISCARDED
+    )
+    return rows if step_id is None else rows.filter(process_id=step_id)
+
+
+def take_up(target_batch_id: int | None, step_id: int, *, now: datetime) -> None:
+    """A step started in its run takes its rows: ACCESSED, or FAILED by an earlier start of
+    it in the same run (after a term_step), ACCESSED again."""
+    claimed_rows(target_batch_id, step_id).filter(
+        batch_state_id__in=(BatchState.ACCESSED, BatchState.FAILED)
+    ).update(batch_state_id=BatchState.ACCESSED, start_ts=now, end_ts=None)
+
+
+def mark_processed(
+    target_batch_id: int | None, *, now: datetime, step_id: int | None = None
+) -> None:
+    """ACCESSED rows PROCESSED: a step's when it halts, and at the job's halt those of the
+    steps the workflow did not need to run (consumed with the job all the same)."""
+    claimed_rows(target_batch_id, step_id).filter(batch_state_id=BatchState.ACCESSED).update(
+        batch_state_id=BatchState.PROCESSED, end_ts=now
+    )
+
+
+def mark_failed(
+    target_batch_id: int | None, *, error: str, now: datetime, step_id: int | None = None
+) -> None:
+    """ACCESSED rows FAILED with the error: a step's at its term, all at the job's."""
+    claimed_rows(target_batch_id, step_id).filter(batch_state_id=BatchState.ACCESSED).update(
+        batch_state_id=BatchState.FAILED, end_ts=now, last_error=error
+    )
+
+
+def dead_letter_tired(target_batch_id: int | None, *, max_retries: int, now: datetime) -> list[int]:
+    """After a failed run: the dead letter for input that failed ``max_retries`` runs, every
+    live row of the batch when it failed that often as a whole (rows a step had finished
+    included), else any row claimed its own step's ``max_retries`` times. Returns their ids
+    (the caller signals them once its state is written)."""
+    rows = claimed_rows(target_batch_id)
+    # Every run of a target batch counts an attempt on each of its live rows (those of steps
+    # a re-run skips too), and a requeue sets them back to 0: the batch has failed this many
+    # runs since it was claimed or last requeued.
+    if rows.filter(attempts__gte=max_retries).exists():
+        dead = list(rows.values_list("pk", flat=True))
+        rows.update(batch_state_id=BatchState.DISCARDED, end_ts=now)
+        return dead
+    tired = rows.filter(batch_state_id=BatchState.FAILED, attempts__gte=F("process__max_retries"))
+    dead = list(tired.values_list("pk", flat=True))
+    tired.update(batch_state_id=BatchState.DISCARDED)
+    return dead
+
+
+def reopen(target_batch_id: int, *, run_id: int, skipped: set[int], now: datetime) -> None:
+    """A re-run takes over its failed run's rows: each counts an attempt, and those of the
+    steps it does not skip are ACCESSED again."""
+    rebuilt = Queue.objects.filter(
+        target_batch_id=target_batch_id,
+        batch_state_id__in=(BatchState.FAILED, BatchState.PROCESSED, BatchState.ACCESSED),
+    )
+    rebuilt.update(claimed_by_id=run_id, attempts=F("attempts") + 1)
+    rebuilt.exclude(process_id__in=skipped).update(
+        batch_state_id=BatchState.ACCESSED, start_ts=now, end_ts=None
+    )
 
 
 def archive(*, target_batch_id: int, now: datetime) -> int:

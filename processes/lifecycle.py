@@ -150,23 +150,9 @@ def _finish(run: InstanceExec, state: ExecState, now: datetime, error: str = "")
         raise BdreError(Code.LEASE_LOST, f"run {run.pk} is no longer running")
 
 
-def _run_rows(run: InstanceExec) -> QuerySet[BatchConsumpQueue]:
-    """The live rows a job run claimed (dead letters excluded). A target batch is created by
-    one job's run and kept by its re-runs, so its id alone selects them, on its own index."""
-    return Queue.objects.filter(target_batch_id=run.target_batch_id).exclude(
-        batch_state_id=BatchState.DISCARDED
-    )
-
-
-def _step_rows(run: InstanceExec, step_id: int) -> QuerySet[BatchConsumpQueue]:
-    return _run_rows(run).filter(process_id=step_id)
-
-
 def _fail_step_rows(run: InstanceExec, error: str, now: datetime) -> None:
     """term_step's writes to the queue: the step's claimed rows FAILED with the error."""
-    _step_rows(run, run.process_id).filter(batch_state_id=BatchState.ACCESSED).update(
-        batch_state_id=BatchState.FAILED, end_ts=now, last_error=error
-    )
+    batch_queue.mark_failed(run.target_batch_id, error=error, now=now, step_id=run.process_id)
 
 
 def _fail_job_rows(job: Process, run: InstanceExec, error: str, now: datetime) -> None:
@@ -180,22 +166,8 @@ def _fail_job_rows(job: Process, run: InstanceExec, error: str, now: datetime) -
     running_steps.update(exec_state_id=ExecState.FAILED, end_ts=now, error=step_error)
     for step_run, step_id in ending:
         _ended(step_run, step_id, run.pk, ExecState.FAILED, step_error)
-    rows = _run_rows(run)
-    rows.filter(batch_state_id=BatchState.ACCESSED).update(
-        batch_state_id=BatchState.FAILED, end_ts=now, last_error=error
-    )
-    # Every run of a target batch counts an attempt on each of its live rows (those of steps
-    # a re-run skips too), and a requeue sets them back to 0: the batch has failed this many
-    # runs since it was claimed or last requeued.
-    if rows.filter(attempts__gte=job.max_retries).exists():
-        dead = list(rows.values_list("pk", flat=True))
-        rows.update(batch_state_id=BatchState.DISCARDED, end_ts=now)
-    else:
-        tired = rows.filter(
-            batch_state_id=BatchState.FAILED, attempts__gte=F("process__max_retries")
-        )
-        dead = list(tired.values_list("pk", flat=True))
-        tired.update(batch_state_id=BatchState.DISCARDED)
+    batch_queue.mark_failed(run.target_batch_id, error=error, now=now)
+    dead = batch_queue.dead_letter_tired(run.target_batch_id, max_retries=job.max_retries, now=now)
     if dead:
         queue_events.dead_lettered.send(
             sender=BatchConsumpQueue, queue_ids=dead, reason=error, by_hand=False
@@ -400,14 +372,7 @@ def _reopen_target_batch(run: InstanceExec, steps: list[Process], now: datetime)
     assert target_id is not None  # a re-run starts with its failed run's target batch
     Batch.objects.filter(pk=target_id).update(source_instance_exec=run)
     skipped = _recovered_steps(steps, target_id)
-    rebuilt = Queue.objects.filter(
-        target_batch_id=target_id,
-        batch_state_id__in=(BatchState.FAILED, BatchState.PROCESSED, BatchState.ACCESSED),
-    )
-    rebuilt.update(claimed_by=run, attempts=F("attempts") + 1)
-    rebuilt.exclude(process_id__in=skipped).update(
-        batch_state_id=BatchState.ACCESSED, start_ts=now, end_ts=None
-    )
+    batch_queue.reopen(target_id, run_id=run.pk, skipped=skipped, now=now)
     return skipped
 
 
@@ -523,9 +488,7 @@ def _claimed(
     # A target batch belongs to one job run: filtering on it alone keeps both queries on
     # its index (an extra "process_id IN" can lead the planner to the far larger per-step
     # index at depth).
-    claimed = Queue.objects.filter(target_batch_id=target_id).exclude(
-        batch_state_id=BatchState.DISCARDED
-    )
+    claimed = batch_queue.claimed_rows(target_id)
     batches_of: dict[int, list[int]] = defaultdict(list)
     marks_of: dict[int, list[str]] = defaultdict(list)
     sources: dict[int, set[int]] = defaultdict(set)
@@ -588,13 +551,11 @@ def halt_job(
         raise BdreError(Code.SUB_PROCESS_FAILED, ", ".join(failed))
 
     now = timezone.now()
-    rows = _run_rows(run)
-    # Input of a step the workflow did not need to run is consumed with the job all the same.
-    rows.filter(batch_state_id=BatchState.ACCESSED).update(
-        batch_state_id=BatchState.PROCESSED, end_ts=now
-    )
+    batch_queue.mark_processed(run.target_batch_id, now=now)
     if not batch_marking:
-        claimed = rows.values_list("batch_marking", flat=True)
+        claimed = batch_queue.claimed_rows(run.target_batch_id).values_list(
+            "batch_marking", flat=True
+        )
         batch_marking = (
             markings.union(claimed) or timezone.localtime(run.start_ts).date().isoformat()
         )
@@ -653,10 +614,7 @@ def init_step(
     except IntegrityError as exc:
         raise BdreError(Code.SUB_PROCESS_ALREADY_RUNNING, f"{step.name} ({step.pk})") from exc
     _started(run)
-    # A step started again within the same run (after a term_step) takes its input back.
-    _step_rows(job_run, step.pk).filter(
-        batch_state_id__in=(BatchState.ACCESSED, BatchState.FAILED)
-    ).update(batch_state_id=BatchState.ACCESSED, start_ts=now, end_ts=None)
+    batch_queue.take_up(job_run.target_batch_id, step.pk, now=now)
     return run.pk
 
 
@@ -666,9 +624,7 @@ def halt_step(sub_process_id: int, *, instance_exec_id: int | None = None) -> No
     _job, step = _lock_step(sub_process_id)
     run = _running(step, instance_exec_id, Code.SUB_PROCESS_NOT_RUNNING)
     now = timezone.now()
-    _step_rows(run, step.pk).filter(batch_state_id=BatchState.ACCESSED).update(
-        batch_state_id=BatchState.PROCESSED, end_ts=now
-    )
+    batch_queue.mark_processed(run.target_batch_id, now=now, step_id=step.pk)
     _finish(run, ExecState.SUCCESS, now)
 
 
