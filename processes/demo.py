@@ -25,7 +25,14 @@ from django.utils import timezone
 from batches.locations import team_landing
 from bdre.models import Membership, Role
 from processes import schedules
-from processes.models import BusDomain, ExecState, InstanceExec, Process, Property
+from processes.models import (
+    BusDomain,
+    ExecState,
+    InstanceExec,
+    Process,
+    ProcessTypeId,
+    Property,
+)
 from processes.registry import StepSpec, create_job
 from processes.sample_events import EventFactory
 
@@ -143,12 +150,12 @@ def set_up_demo(*, scan_seconds: int | None = None) -> DemoSetup:
     ingest = _job(
         application,
         name="clickstream_ingest",
-        process_type_id=1,
+        process_type_id=ProcessTypeId.INGESTION_JOB,
         description="Registers new enriched-event files from the landing folder.",
         steps=[
             StepSpec(
                 name="clickstream_ingest_scan",
-                process_type_id=11,
+                process_type_id=ProcessTypeId.FILE_SCAN,
                 description="Marker listing of the landing folder's event files (*.tsv).",
                 properties=_scan(landing, "*.tsv"),
             )
@@ -165,12 +172,12 @@ def set_up_demo(*, scan_seconds: int | None = None) -> DemoSetup:
     shred = _job(
         application,
         name="clickstream_shred",
-        process_type_id=2,
+        process_type_id=ProcessTypeId.LOAD_JOB,
         description="Shreds enriched events into atomic events and contexts, deduplicated.",
         steps=[
             StepSpec(
                 name="clickstream_shred_events",
-                process_type_id=23,
+                process_type_id=ProcessTypeId.SPARK_SHRED,
                 upstream=[ingest.pk],
                 description="Enriched TSV to atomic events with four dedup strategies.",
                 properties={
@@ -190,12 +197,12 @@ def set_up_demo(*, scan_seconds: int | None = None) -> DemoSetup:
     daily = _job(
         application,
         name="clickstream_daily",
-        process_type_id=3,
+        process_type_id=ProcessTypeId.SEMANTIC_JOB,
         description="Daily page-view summary, cut at the end-of-day batch.",
         steps=[
             StepSpec(
                 name="clickstream_daily_summary",
-                process_type_id=31,
+                process_type_id=ProcessTypeId.SPARK_SQL,
                 upstream=[shred.pk],
                 batch_cut_pattern="EOD",
                 properties={
@@ -210,12 +217,12 @@ def set_up_demo(*, scan_seconds: int | None = None) -> DemoSetup:
     export = _job(
         application,
         name="clickstream_daily_export",
-        process_type_id=4,
+        process_type_id=ProcessTypeId.EXPORT_JOB,
         description="Hands each daily summary to the reporting tools as CSV files.",
         steps=[
             StepSpec(
                 name="clickstream_daily_export_csv",
-                process_type_id=41,
+                process_type_id=ProcessTypeId.SPARK_EXPORT,
                 upstream=[daily.pk],
                 description="daily_page_views, one folder of CSV files per batch.",
                 properties={
@@ -231,12 +238,12 @@ def set_up_demo(*, scan_seconds: int | None = None) -> DemoSetup:
     pages_ingest = _job(
         application,
         name="clickstream_pages_ingest",
-        process_type_id=1,
+        process_type_id=ProcessTypeId.INGESTION_JOB,
         description="Registers the shop's page lists from the landing folder.",
         steps=[
             StepSpec(
                 name="clickstream_pages_scan",
-                process_type_id=11,
+                process_type_id=ProcessTypeId.FILE_SCAN,
                 description="Marker listing of the landing folder's page lists (pages-*.csv).",
                 properties=_scan(landing, "pages-*.csv"),
             )
@@ -245,19 +252,19 @@ def set_up_demo(*, scan_seconds: int | None = None) -> DemoSetup:
     pages = _job(
         application,
         name="clickstream_pages",
-        process_type_id=2,
+        process_type_id=ProcessTypeId.LOAD_JOB,
         description="Loads each page list and keeps its valid rows.",
         steps=[
             StepSpec(
                 name="clickstream_pages_load",
-                process_type_id=21,
+                process_type_id=ProcessTypeId.SPARK_LOAD,
                 upstream=[pages_ingest.pk],
                 description="The CSV files as they are, into default.pages_raw.",
                 properties={"load": {"format": "csv", "table": "default.pages_raw"}},
             ),
             StepSpec(
                 name="clickstream_pages_cleanse",
-                process_type_id=22,
+                process_type_id=ProcessTypeId.SPARK_CLEANSE,
                 description="Valid rows, typed, to default.pages; the others, with why.",
                 properties={
                     "cleanse": {

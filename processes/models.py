@@ -37,6 +37,30 @@ class ExecState(models.IntegerChoices):
         return (cls.FAILED, cls.KILLED)
 
 
+class ProcessTypeId(models.IntegerChoices):
+    """The process types seeded by migration 0002 (``ProcessType`` rows), by id: job types
+    below 10, each job type's step types in its tens, the generic job's in the fifties."""
+
+    INGESTION_JOB = 1, "ingestion-job"
+    LOAD_JOB = 2, "load-job"
+    SEMANTIC_JOB = 3, "semantic-job"
+    EXPORT_JOB = 4, "export-job"
+    GENERIC_JOB = 5, "generic-job"
+    FILE_SCAN = 11, "file-scan"
+    SPARK_LOAD = 21, "spark-load"
+    SPARK_CLEANSE = 22, "spark-cleanse"
+    SPARK_SHRED = 23, "spark-shred"
+    SPARK_SQL = 31, "spark-sql"
+    SPARK_EXPORT = 41, "spark-export"
+    PYTHON_CALLABLE = 51, "python-callable"
+    GENERIC_SCAN = 52, "generic-scan"
+    GENERIC_LOAD = 53, "generic-load"
+    GENERIC_CLEANSE = 54, "generic-cleanse"
+    GENERIC_SHRED = 55, "generic-shred"
+    GENERIC_SQL = 56, "generic-sql"
+    GENERIC_EXPORT = 57, "generic-export"
+
+
 class WorkflowKind(models.IntegerChoices):
     STEPS = 0, "steps only"
     STAND_ALONE = 1, "stand-alone"

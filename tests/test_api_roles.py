@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from processes import registry
-from processes.models import BusDomain
+from processes.models import BusDomain, ProcessTypeId
 from tests.helpers.api import api_as
 from tests.helpers.factories import (
     BatchFactory,
@@ -38,7 +38,7 @@ def _template(app: BusDomain, name: str = "tmpl"):
         registry.TemplateSpec(
             name=name,
             bus_domain=app,
-            process_type_id=5,
+            process_type_id=ProcessTypeId.GENERIC_JOB,
             steps=[registry.TemplateStepSpec("work", STEP_TYPE)],
         )
     )

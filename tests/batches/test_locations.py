@@ -15,7 +15,15 @@ from batches import queue
 from batches.locations import LocationRefused, check_location, normalise, team_landing
 from batches.models import Batch, File
 from processes import orchestrator
-from processes.models import ExecState, InstanceExec, Process, ProcessLog, Property, Server
+from processes.models import (
+    ExecState,
+    InstanceExec,
+    Process,
+    ProcessLog,
+    ProcessTypeId,
+    Property,
+    Server,
+)
 from processes.registry import StepSpec
 from tests.helpers.api import api_as
 from tests.helpers.factories import ServerFactory, UserFactory, grant_root
@@ -437,7 +445,7 @@ def test_check_locations_reports_rows_outside_and_exits_1(team, make_job):
     assert "Every stored location" in clean.getvalue()
     step = job.steps.get()
     Property.objects.create(process=step, config_group="x", key="y", value="irrelevant")
-    Process.objects.filter(pk=step.pk).update(process_type_id=52)
+    Process.objects.filter(pk=step.pk).update(process_type_id=ProcessTypeId.GENERIC_SCAN)
     Property.objects.create(process=step, config_group="scan", key="location", value="file:///etc")
     batch = Batch.objects.create(bus_domain=team.application, batch_type="file")
     File.objects.create(

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from processes.models import ExecState, ExecStatus, ProcessType, WorkflowKind, WorkflowType
+from processes.models import (
+    ExecState,
+    ExecStatus,
+    ProcessType,
+    ProcessTypeId,
+    WorkflowKind,
+    WorkflowType,
+)
 from tests.helpers.database import rows
 
 pytestmark = pytest.mark.django_db
@@ -23,6 +30,10 @@ def test_exec_statuses_have_bdre_ids():
         8: "STARTED",
     }
     assert {s.value: s.name for s in ExecState} == rows(ExecStatus)
+
+
+def test_process_type_ids_name_every_seeded_type():
+    assert {t.value: t.label for t in ProcessTypeId} == rows(ProcessType)
 
 
 def test_workflow_types():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from processes import schedules
-from processes.models import Process, ProcessTemplate
+from processes.models import Process, ProcessTemplate, ProcessTypeId
 from tests.helpers.jobs import CALL
 from tests.helpers.pages import client_as
 
@@ -36,7 +36,9 @@ def form(team, name="orders", steps=None, **job):
 
 
 def test_a_developer_registers_a_job_with_two_steps(team):
-    upstream = Process.objects.create(name="ingest", bus_domain=team.application, process_type_id=5)
+    upstream = Process.objects.create(
+        name="ingest", bus_domain=team.application, process_type_id=ProcessTypeId.GENERIC_JOB
+    )
     data = form(
         team,
         steps=[
