@@ -240,9 +240,9 @@ def decide(
     in-batch synthetic flags every line still kept whose event id another kept line
     shares.
 
-    All of it is windows over the event id on the small ``relevant`` frame, in one plan:
-    each step used to be a frame of its own, broadcast into the next, and the jobs, plans
-    and generated classes of those steps cost more than the work."""
+    All of it is windows over the event id on the small ``relevant`` frame, in one plan: a
+    frame per step, each broadcast into the next, would cost more in jobs, plans and
+    generated classes than the work itself."""
     seen_ids = seen.groupBy("event_hash").agg(
         F.collect_set("pair_hash").alias("_seen_pairs"),
         # A run rebuilt after later runs recorded its ids keeps them: the later ones are

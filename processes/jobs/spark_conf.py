@@ -56,9 +56,9 @@ STEP_GROUP = "spark"
 # What a step may set for itself: runtime SQL options that change how its plans run (their
 # partitions, joins, file sizes, compression), never what it may read or write nor a
 # setting BDRE's steps rely on. Each is an exact key with the type of its value: a prefix
-# let through options nobody had read (spark.sql.adaptive.customCostEvaluatorClass made the
-# shared worker load any class a developer named), and a value Spark parses its own way
-# (a class, a rule list, a path) is as much a way in as a key. They are set on the worker's
+# would let through options nobody has read (spark.sql.adaptive.customCostEvaluatorClass
+# makes the shared worker load any class a developer names), and a value Spark parses its
+# own way (a class, a rule list, a path) is as much a way in as a key. They are set on the worker's
 # session for the step and put back after it.
 
 

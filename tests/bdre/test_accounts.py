@@ -1,4 +1,4 @@
-"""Accounts and tokens (issue 18): log-ins and token use are throttled, tokens expire and
+"""Accounts and tokens: log-ins and token use are throttled, tokens expire and
 their owner lists and revokes them, and every authentication failure is logged without the
 secret. Each attack is written as the request an attacker would send."""
 

@@ -77,7 +77,7 @@ def test_master_tables_cannot_be_changed(client, superuser):
 
 
 def test_a_staff_viewer_cannot_make_himself_admin_of_another_team_in_admin(client, team):
-    """The attack of issue 18: staff with every membership permission, viewer of one team,
+    """The attack: staff with every membership permission, viewer of one team,
     adds himself as admin of another."""
     team.viewer.is_staff = True
     team.viewer.save()

@@ -83,7 +83,7 @@ def test_secrets_cannot_be_searched_in_sql():
         list(Server.objects.filter(login_password=PASSWORD))
 
 
-# --- a row that no key can read (issue 18) ----------------------------------------------
+# --- a row that no key can read ----------------------------------------------
 
 
 def test_one_unreadable_row_does_not_break_the_servers_list(settings, team):

@@ -1,4 +1,4 @@
-"""Memberships by consent (issue 28, attack 8): a team admin invites, the user accepts or
+"""Memberships by consent: a team admin invites, the user accepts or
 declines; the answer to an invitation never tells whether a user name exists; and a user in
 several teams registers in each with its own names. Each test is the attack, through the API
 and the pages, as the team fixture's users (viewer, developer, admin of "analytics"; the

@@ -40,7 +40,7 @@ def test_only_a_teams_staff_admin_renames_it(team):
 
 def test_naming_a_team_like_another_reveals_nothing_to_who_may_not_name_teams(team):
     """Team names are unique in the installation: "a group with this name already exists"
-    would tell a team's admin, or anyone, the names of teams he is not in (issue 18). Who may
+    would tell a team's admin, or anyone, the names of teams he is not in. Who may
     not name teams is refused before the name is looked at, taken or not."""
     path = f"/api/v1/teams/{team.group.pk}/"
     for name in (team.other_group.name, "free-name"):

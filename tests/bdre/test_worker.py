@@ -37,7 +37,7 @@ def alive(pid: int) -> bool:
 @pytest.mark.skipif(sys.platform != "linux", reason="the parent-death signal is Linux's")
 def test_worker_stops_when_the_process_that_started_it_is_killed(tmp_path):
     # A timed-out `manage.py demo --run` is killed outright: its worker, in a process group
-    # of its own, used to keep running (and claiming work) long after.
+    # of its own, would otherwise keep running (and claiming work) long after.
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
     env["BDRE_VAR_DIR"] = str(tmp_path / "var")
     log = tmp_path / "worker.log"

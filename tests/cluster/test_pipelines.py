@@ -212,7 +212,7 @@ def test_the_spark_tests_pass_on_a_standalone_cluster(standalone, tmp_path):
 # test that needs it) keeps an application holding one of the cluster's two cores until the
 # session ends, and the standalone demo's worker has two Spark processes, an application of
 # one core each. Started after the server, the second one waits for a core that never comes
-# free (the demo timed out in CI that way), so the standalone demo runs before anything
+# free (the demo would time out), so the standalone demo runs before anything
 # starts the server.
 @pytest.mark.parametrize("target", ["standalone", "connect_server"])
 def test_the_demo_pipeline_writes_the_same_rows_as_on_local(target, local_demo, tmp_path, request):

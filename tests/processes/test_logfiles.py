@@ -1,4 +1,4 @@
-"""Issue 21, point 1: every step run keeps its log in a file of its own (what BDRE, the step's
+"""Every step run keeps its log in a file of its own (what BDRE, the step's
 function and its prints say, and the traceback of a failure), bounded in size, deleted after
 the retention, never mixed with another step's, shown on the run page with a search and a
 download, and returned by the API, to the run's team only."""

@@ -1,4 +1,4 @@
-"""Issue 28, attack 7: a statement nested too deeply for sqlglot is a 400 everywhere a team's
+"""A statement nested too deeply for sqlglot is a 400 everywhere a team's
 SQL comes in (the properties API, the job pages, an import), with the one message of
 ``bdre.sql_parse``, never a ``RecursionError`` and a 500. (The lineage API's answer:
 tests/lineage/test_api.py.)"""

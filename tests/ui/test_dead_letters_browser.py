@@ -1,4 +1,4 @@
-"""Issue 21, point 7, in a real browser: a developer reads a dead letter's runs on the queue
+"""In a real browser: a developer reads a dead letter's runs on the queue
 page, ticks two dead letters and discards them together (their last error stays, the
 reason is shown beside it), and a paused job's "Run now" asks before it runs. Screenshots go
 to ``var/screenshots/`` (``dead-letters-*.png``, ``paused-run-*.png``)."""

@@ -1,4 +1,4 @@
-"""Issue 21, point 7, in a real browser: a developer opens a job's edit page from its page,
+"""In a real browser: a developer opens a job's edit page from its page,
 changes a step's SQL, saves, and reads it on the job's page; a refused statement comes back
 on its step. At a phone's width the edit page does not scroll sideways. Screenshots go to
 ``var/screenshots/`` (``edit-*.png``)."""

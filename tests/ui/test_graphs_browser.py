@@ -1,4 +1,4 @@
-"""Issue 21, point 8, in a real browser: the lineage page of a column with over 100 columns
+"""In a real browser: the lineage page of a column with over 100 columns
 upstream and downstream draws a graph in which, as Chromium lays the text out, no text
 overlaps another, every node's text stays inside its box, no edge label covers a node and
 everything lies inside the view box, drawn at its natural size (the page scrolls it).

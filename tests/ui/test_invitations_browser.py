@@ -1,4 +1,4 @@
-"""Memberships by consent (issue 28) in a real browser: a team admin invites a user by name
+"""Memberships by consent in a real browser: a team admin invites a user by name
 on the team's page; the user finds the invitation from the navigation's Teams link, accepts
 it, and is a member; nothing before. Screenshots go to ``var/screenshots/``
 (``invite-*.png``)."""

@@ -1,4 +1,4 @@
-"""Issue 21, point 7, in a real browser: every kind of page of the demo's world at a phone's
+"""In a real browser: every kind of page of the demo's world at a phone's
 width (390 x 844) fits it, with no sideways scrolling of the page; wide tables scroll inside
 their own box. Screenshots go to ``var/screenshots/`` (``phone-*.png``)."""
 

@@ -1,4 +1,4 @@
-"""Issue 21, point 5, in a real browser: a developer picks a bad file on its batch's page,
+"""In a real browser: a developer picks a bad file on its batch's page,
 reads the plan (which batches are built again, which partitions replaced), starts it, and
 lands on the run that rebuilds. Screenshots go to ``var/screenshots/`` (``reprocess-*.png``)."""
 

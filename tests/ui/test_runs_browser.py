@@ -1,4 +1,4 @@
-"""Issue 21, point 2, in a real browser: the dashboard shows a run that failed after the page
+"""In a real browser: the dashboard shows a run that failed after the page
 was loaded without being reloaded, and its failed-runs tile leads to the runs page, which,
 filtered by the job, draws the job's duration trend. Screenshots go to ``var/screenshots/``
 (``runs-*.png``)."""

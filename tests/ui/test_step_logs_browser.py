@@ -1,4 +1,4 @@
-"""Issue 21, point 1, in a real browser: a viewer opens the page of a run whose step failed,
+"""In a real browser: a viewer opens the page of a run whose step failed,
 reads the step's traceback, searches the logs and downloads one. Screenshots go to
 ``var/screenshots/`` (the run page as ``step-logs-*.png``)."""
 

@@ -1,4 +1,4 @@
-"""Issue 18, hole 4: a ``python.callable`` step calls only a function an installation admin
+"""A ``python.callable`` step calls only a function an installation admin
 allowed (``BDRE_CALLABLES``). Each attack is written as a team developer would try it: through
 the API (a 400 on the property), and through a property changed behind the registry's back
 (the run fails with the reason, and the function is never called)."""

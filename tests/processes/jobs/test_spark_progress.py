@@ -1,4 +1,4 @@
-"""Issue 21, point 1: a Spark step's log says which Spark application ran it, how its Spark jobs
+"""A Spark step's log says which Spark application ran it, how its Spark jobs
 and stages went, and, when Spark refused its statement, Spark's own words."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 18, hole 1: a team developer's ``spark.sql`` step runs only a query over registered
+"""A team developer's ``spark.sql`` step runs only a query over registered
 tables. Each attack is written as he would write it: through the API (a 400 on the property)
 and, for a property changed behind the registry's back, through the step with a real Spark
 session (the run fails with the reason, and nothing the statement reached lands anywhere)."""
@@ -42,7 +42,7 @@ ATTACKS = [
     ("INSERT INTO lake.things SELECT * FROM lake.things", "DDL and DML"),
     ("DROP TABLE lake.things", "single SELECT"),
     ("SELECT 1 AS a; SELECT value FROM text.`/etc/passwd`", "one statement"),
-    # Issue 28: the guard is an allowlist, and the statement checked is the one Spark runs.
+    # The guard is an allowlist, and the statement checked is the one Spark runs.
     # Attack 2: the worker's environment and settings through variable substitution.
     (
         "SELECT raise_error(concat('${env:HOME}', ' ', '${spark:spark.sql.warehouse.dir}'))",

@@ -73,8 +73,8 @@ def sql_step_document(options: dict) -> dict:
 
 
 def test_an_adaptive_option_naming_a_class_is_a_400_that_names_it(team):
-    # Attack 5 of issue 28: the prefix spark.sql.adaptive. let this through, and the shared
-    # worker loaded the class ("not a subclass of CostEvaluator").
+    # A prefix (spark.sql.adaptive.) would let this through, and the shared worker would
+    # load the class ("not a subclass of CostEvaluator").
     key = "spark.sql.adaptive.customCostEvaluatorClass"
     response = register(team, sql_step_document({key: "java.lang.String"}))
     assert response.status_code == 400, response.content

@@ -1,4 +1,4 @@
-"""Issue 28: the Spark SQL guard is an allowlist (processes.jobs.sql_guard, sql_functions,
+"""The Spark SQL guard is an allowlist (processes.jobs.sql_guard, sql_functions,
 docs/sql.md). Without Spark: the attacks as written, the forms that would hide a refused
 function, the options of the parsing functions, and the queries a team writes (and the
 demo's) still passing. The same against Spark's own registry: test_sql_functions_spark.py."""

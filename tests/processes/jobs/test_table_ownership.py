@@ -1,4 +1,4 @@
-"""Issue 18, hole 2: tables are the team's own. Each attack is what a developer of another
+"""Tables are the team's own. Each attack is what a developer of another
 team (``team.other_application``, team "marketing") would register: a step writing or reading
 ``sales.orders`` after team "analytics" (``team.application``) registered it."""
 
