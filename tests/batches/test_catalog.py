@@ -1,4 +1,4 @@
-"""The published catalog (batches/catalog.py, docs/operations.md "The catalog"): names, the
+"""The published catalog (batches/catalog/, docs/operations.md "The catalog"): names, the
 metastore's settings, when the periodic task syncs, and, with real JVMs in processes of
 their own, `manage.py sync_catalog` and a notebook's SparkSession configured with the lines
 it prints (`--print-conf`)."""
@@ -19,6 +19,8 @@ import pytest
 from django.utils import timezone
 
 from batches import catalog, locations
+from batches.catalog import sync as catalog_sync
+from batches.catalog import trigger
 from batches.models import CatalogState, HiveTable
 from tests.helpers.factories import (
     BusDomainFactory,
@@ -76,7 +78,7 @@ def test_a_view_a_table_without_location_and_a_name_taken_twice_are_not_publishe
     view = HiveTableFactory(bus_domain=app, table_name="v", type=HiveTable.TableType.VIEW)
     nowhere = HiveTableFactory(bus_domain=app, table_name="n", location="")
     summary = catalog.SyncSummary()
-    wanted = catalog._wanted([view, same_name, nowhere, kept], summary)
+    wanted = catalog_sync._wanted([view, same_name, nowhere, kept], summary)
     assert list(wanted.values()) == [kept]
     assert set(summary.skipped) == {
         catalog.catalog_name(view),
@@ -155,7 +157,7 @@ def test_the_periodic_task_syncs_only_after_a_change(monkeypatch, settings):
         started.append(argv)
         return subprocess.CompletedProcess(argv, 0, "synced", "")
 
-    monkeypatch.setattr(catalog.subprocess, "run", run)
+    monkeypatch.setattr(trigger.subprocess, "run", run)
     assert catalog.why_sync() is None  # no table: nothing to publish, no JVM
     table = HiveTableFactory()
     assert catalog.why_sync() == "never synced"
@@ -189,18 +191,18 @@ def test_the_periodic_task_syncs_only_after_a_change(monkeypatch, settings):
 
 @pytest.mark.django_db
 def test_one_sync_at_a_time_and_none_when_the_catalog_is_off(monkeypatch, settings):
-    monkeypatch.setattr(catalog.subprocess, "run", lambda *a, **k: pytest.fail("synced"))
+    monkeypatch.setattr(trigger.subprocess, "run", lambda *a, **k: pytest.fail("synced"))
     settings.BDRE_CATALOG = False
     assert catalog.sync_if_changed(force=True) == catalog.Outcome(False, "BDRE_CATALOG is off")
     settings.BDRE_CATALOG = True
-    assert catalog._claim(60)
+    assert trigger._claim(60)
     assert catalog.sync_if_changed(force=True) == catalog.Outcome(False, "another sync is running")
 
 
 @pytest.mark.django_db
 def test_a_failed_sync_is_recorded_and_releases_the_lease(monkeypatch):
     monkeypatch.setattr(
-        catalog.subprocess,
+        trigger.subprocess,
         "run",
         lambda argv, **k: subprocess.CompletedProcess(argv, 1, "", "Another instance of Derby"),
     )

@@ -115,7 +115,7 @@ def test_make_demo_runs_the_pipeline_on_the_embedded_worker(local_demo):
     assert counts["invalid page rows"] == 4
     assert "default.pages" in out and "default.pages_invalid" in out
     assert counts["rows exported"] > 0
-    # Where a notebook finds them: the published catalog (Beat syncs it, batches/catalog.py).
+    # Where a notebook finds them: the published catalog (Beat syncs it: batches/catalog/).
     assert re.search(r"in the catalog as: .*\bt\d+_default\.atomic_events\b", out), out
 
 
