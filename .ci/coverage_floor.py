@@ -40,10 +40,28 @@ FLOORS: dict[str, float] = {
     "processes/jobs/sql_functions.py": 97,  # 97.83
     "processes/jobs/sql_guard.py": 92,  # 92.95
 }
+# A module whose code moved into others keeps its floor over all of them together: the moved
+# lines were covered where they were, and a floor over what stayed would fall for no test lost.
+SPLIT: dict[str, tuple[str, ...]] = {
+    # Spark settings without a session (issue 30): the web process imports spark_conf only.
+    "processes/jobs/spark_session.py": (
+        "processes/jobs/spark_session.py",
+        "processes/jobs/spark_conf.py",
+    ),
+}
 # Whatever else the suite covers, all together.
 # The total moves by a tenth or two with what the fuzzer draws and what the machine has (the
 # S3A jars already fetched, say); the modules above are what must not drop.
 TOTAL_FLOOR = 91.5  # 92.07
+
+
+def percent_covered(summaries: list[dict[str, float]]) -> float:
+    """coverage.py's percent_covered (lines and branches together) over several modules."""
+    if len(summaries) == 1:
+        return summaries[0]["percent_covered"]
+    hit = sum(s["covered_lines"] + s.get("covered_branches", 0) for s in summaries)
+    total = sum(s["num_statements"] + s.get("num_branches", 0) for s in summaries)
+    return 100.0 * hit / total if total else 100.0
 
 
 def main(argv: list[str]) -> int:
@@ -54,12 +72,15 @@ def main(argv: list[str]) -> int:
     files = report["files"]
     failures = []
     for module, floor in sorted(FLOORS.items()):
-        if module not in files:
-            failures.append(f"{module}: not measured at all (floor {floor:.0f}%)")
+        parts = SPLIT.get(module, (module,))
+        missing = [part for part in parts if part not in files]
+        if missing:
+            failures.append(f"{', '.join(missing)}: not measured at all (floor {floor:.0f}%)")
             continue
-        covered = files[module]["summary"]["percent_covered"]
+        covered = percent_covered([files[part]["summary"] for part in parts])
         mark = "ok" if covered >= floor else "BELOW"
-        print(f"{module:45} {covered:6.1f}%  floor {floor:5.1f}%  {mark}")
+        label = module if len(parts) == 1 else " + ".join(Path(part).name for part in parts)
+        print(f"{label:45} {covered:6.1f}%  floor {floor:5.1f}%  {mark}")
         if covered < floor:
             failures.append(f"{module}: {covered:.1f}% < {floor:.1f}%")
     total = report["totals"]["percent_covered"]
