@@ -1,16 +1,40 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
 
+from alerts import services
 from alerts.models import Alert, AlertGate, Destination
-from bdre.admin import ReadOnlyAdmin, ScopedAdmin
+from bdre.admin import CheckedForm, ReadOnlyAdmin, ScopedAdmin, ServiceAdmin
+
+
+class DestinationForm(CheckedForm):
+    class Meta:
+        model = Destination
+        fields = ("team", "channel", "target", "kinds")
+
+    def check(self, data: dict[str, Any]) -> None:
+        services.check_new_destination(
+            data["team"].pk,
+            data["channel"],
+            data["target"],
+            data.get("kinds") or "",
+            instead_of=self.instance.pk,
+        )
 
 
 @admin.register(Destination)
-class DestinationAdmin(ScopedAdmin):
+class DestinationAdmin(ServiceAdmin):
+    form = DestinationForm
     list_display = ("team", "channel", "target", "kinds", "created_ts")
     list_filter = ("channel", "team")
     search_fields = ("target",)
+
+    def write(self, obj: Destination) -> Destination:
+        if obj.pk is None:
+            return services.add_destination(obj.team_id, obj.channel, obj.target, obj.kinds)
+        return services.change_destination(obj.pk, obj.team_id, obj.channel, obj.target, obj.kinds)
 
 
 @admin.register(Alert)

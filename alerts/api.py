@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import Group
 from rest_framework import viewsets
+from rest_framework.serializers import BaseSerializer
 
+from alerts import services
 from alerts.models import Alert, Destination
 from alerts.serializers import AlertSerializer, DestinationSerializer
 from bdre.access import Role, scope
@@ -41,3 +45,16 @@ class DestinationViewSet(ScopedViewSet):
 
     def owner_team(self, data: dict) -> Group:
         return data["team"]
+
+    def write(self, serializer: BaseSerializer, data: dict[str, Any]) -> None:
+        team_id, channel, target = data["team"].pk, data["channel"], data["target"]
+        kinds = data.get("kinds") or ""
+        if serializer.instance is None:
+            serializer.instance = services.add_destination(team_id, channel, target, kinds)
+        else:
+            serializer.instance = services.change_destination(
+                serializer.instance.pk, team_id, channel, target, kinds
+            )
+
+    def perform_destroy(self, instance: Destination) -> None:
+        services.remove_destination(instance.team_id, instance.pk)

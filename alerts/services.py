@@ -421,6 +421,26 @@ def add_destination(team_id: int, channel: str, target: str, kinds: str = "") ->
         raise
 
 
+def change_destination(
+    destination_id: int, team_id: int, channel: str, target: str, kinds: str = ""
+) -> Destination:
+    """Change a destination into ``channel``/``target``/``kinds`` of team ``team_id`` (its
+    team, or another one of the caller's: the caller has checked his role in both)."""
+    check_new_destination(team_id, channel, target, kinds, instead_of=destination_id)
+    try:
+        with transaction.atomic():
+            destination = Destination.objects.select_for_update().get(pk=destination_id)
+            destination.team_id = team_id
+            destination.channel = channel
+            destination.target = target
+            destination.kinds = kinds
+            destination.save()
+            return destination
+    except IntegrityError:  # the same one added or changed into at once by another admin
+        check_new_destination(team_id, channel, target, kinds, instead_of=destination_id)
+        raise
+
+
 def remove_destination(team_id: int, destination_id: int) -> None:
     """Remove one of the team's destinations; another team's id is no destination at all."""
     if not Destination.objects.filter(pk=destination_id, team_id=team_id).delete()[0]:

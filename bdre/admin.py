@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+from typing import Any
+
+from django import forms
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from rest_framework.authtoken.models import TokenProxy
 
@@ -20,6 +24,51 @@ class ScopedAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return scope(request.user, super().get_queryset(request))
+
+
+class CheckedForm(forms.ModelForm):
+    """The admin's form of a row with rules of its own (a name per team, what a step kind
+    runs): :meth:`check` asks the app's service, from the cleaned data, and its errors land
+    on the form's fields, as the API and the pages say them. The admin saves the row through
+    the same service (:class:`ServiceAdmin`)."""
+
+    # The service says a name or a destination its team has already, in its own words; the
+    # model's constraint would say it again in Django's.
+    service_checks_unique = True
+
+    def check(self, data: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        assert data is not None  # ModelForm.clean returns its cleaned_data
+        if self.errors:  # a field the form could not read: nothing whole to check
+            return data
+        try:
+            self.check(data)
+        except ValidationError as exc:
+            for field, messages in exc.message_dict.items():
+                self.add_error(field if field in self.fields else NON_FIELD_ERRORS, messages)
+        return data
+
+    def validate_unique(self) -> None:
+        if not self.service_checks_unique:
+            super().validate_unique()
+
+
+class ServiceAdmin(ScopedAdmin):
+    """A model admin whose rows are written by their app's service (:meth:`write`), checked
+    by it first in the form (:class:`CheckedForm`): one write path for the API, the pages
+    and the admin."""
+
+    def write(self, obj: Any) -> Model:
+        """Write ``obj`` (the form's values over the stored row) through the service."""
+        raise NotImplementedError
+
+    def save_model(
+        self, request: HttpRequest, obj: Any, form: forms.ModelForm, change: bool
+    ) -> None:
+        obj.pk = self.write(obj).pk
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

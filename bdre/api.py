@@ -4,6 +4,7 @@ every team-scoped resource."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import Group
@@ -16,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from bdre.access import Role, can, role_in, scope, team_of
+from bdre.access import Role, can, role_in, scope, team_of, teams
 from bdre.errors import BdreError, Code, Conflict
 from bdre.ids import ID_REGEX
 
@@ -104,6 +105,20 @@ class ScopedRelatedField(serializers.PrimaryKeyRelatedField):
         return scope(request.user, queryset)
 
 
+class TeamField(serializers.PrimaryKeyRelatedField):
+    """A team by id among the requesting user's teams: another team's id reads as no team at
+    all ("object does not exist"), so nothing tells that it exists."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(queryset=Group.objects.all(), **kwargs)
+
+    def get_queryset(self) -> models.QuerySet[Group]:
+        request = self.context.get("request")
+        if request is None:  # the CLI and services: no user to scope by
+            return Group.objects.all()
+        return teams(request.user)
+
+
 class ScopedViewSet(viewsets.ModelViewSet):
     """CRUD over the rows the user's teams may see (the one selector, ``scope``).
 
@@ -135,13 +150,19 @@ class ScopedViewSet(viewsets.ModelViewSet):
 
     def perform_create(self, serializer: serializers.BaseSerializer) -> None:
         require_role(self.request.user, self.owner_team(serializer.validated_data), self.write_role)
-        serializer.save()
+        self.write(serializer, dict(serializer.validated_data))
 
     def perform_update(self, serializer: serializers.BaseSerializer) -> None:
         # Moving a row to another team needs the role there as well.
         assert serializer.instance is not None  # an update's serializer holds its row
         data = {**_current(serializer.instance), **serializer.validated_data}
         require_role(self.request.user, self.owner_team(data), self.write_role)
+        self.write(serializer, data)
+
+    def write(self, serializer: serializers.BaseSerializer, data: dict[str, Any]) -> None:
+        """Write the row (``data``: the input over what is stored, for an update) and leave
+        it as ``serializer.instance``. A row with rules of its own is written by its app's
+        service, as its pages write it (the subclasses); one without, by the serializer."""
         serializer.save()
 
 

@@ -9,9 +9,9 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from bdre.admin import MasterTableAdmin, ReadOnlyAdmin, ScopedAdmin
+from bdre.admin import CheckedForm, MasterTableAdmin, ReadOnlyAdmin, ScopedAdmin, ServiceAdmin
 from bdre.errors import BdreError
-from processes import orchestrator, scan_gate, schedules, tasks
+from processes import orchestrator, registry, scan_gate, schedules, tasks
 from processes.models import (
     BusDomain,
     ExecState,
@@ -37,17 +37,42 @@ class ProcessTypeAdmin(MasterTableAdmin):
     list_filter = ("parent_process_type",)
 
 
+class ApplicationForm(CheckedForm):
+    class Meta:
+        model = BusDomain
+        fields = ("name", "description", "owner", "team")
+
+    def check(self, data: dict[str, Any]) -> None:
+        registry.check_application(registry.ApplicationSpec.of(data), self.instance.pk)
+
+
 @admin.register(BusDomain)
-class BusDomainAdmin(ScopedAdmin):
+class BusDomainAdmin(ServiceAdmin):
+    form = ApplicationForm
     list_display = ("name", "team", "owner", "add_ts")
     list_filter = ("team",)
     search_fields = ("name", "description", "owner")
 
+    def write(self, obj: BusDomain) -> BusDomain:
+        spec = registry.ApplicationSpec.of(vars(obj) | {"team": obj.team})
+        return registry.save_application(spec, obj.pk)
+
 
 class PropertyInline(admin.TabularInline):
+    """A job's properties, shown; written on their own admin page or the job's page, which
+    check them as the API does."""
+
     model = Property
     extra = 0
     fields = ("config_group", "key", "value", "description")
+    readonly_fields = fields
+    show_change_link = True
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
 
 
 class StepInline(admin.TabularInline):
@@ -127,12 +152,29 @@ class ProcessAdmin(ScopedAdmin):
         self._each_job(request, queryset, "Resumed", tasks.resume)
 
 
+class PropertyForm(CheckedForm):
+    # A property is unique per process, group and key: the model's constraint says it.
+    service_checks_unique = False
+
+    class Meta:
+        model = Property
+        fields = ("process", "config_group", "key", "value", "description")
+
+    def check(self, data: dict[str, Any]) -> None:
+        registry.check_property(registry.PropertySpec.of(data))
+
+
 @admin.register(Property)
-class PropertyAdmin(ScopedAdmin):
+class PropertyAdmin(ServiceAdmin):
+    form = PropertyForm
     list_display = ("process", "config_group", "key", "value")
     list_filter = ("config_group",)
     search_fields = ("process__name", "key", "value")
     raw_id_fields = ("process",)
+
+    def write(self, obj: Property) -> Property:
+        spec = registry.PropertySpec.of(vars(obj) | {"process": obj.process})
+        return registry.save_property(spec, obj.pk)
 
 
 class TemplatePropertyInline(admin.TabularInline):
@@ -216,7 +258,21 @@ class ProcessLogAdmin(ScopedAdmin):
 UNREADABLE = "unreadable, re-enter it"
 
 
-class ServerForm(forms.ModelForm):
+def server_spec(obj: Server) -> registry.ServerSpec:
+    return registry.ServerSpec(
+        team=obj.team,
+        name=obj.name,
+        server_type=obj.server_type,
+        root=obj.root,
+        metainfo=obj.metainfo,
+        login_user=obj.login_user,
+        server_ip=obj.server_ip,
+        login_password=obj.login_password,
+        ssh_private_key=obj.ssh_private_key,
+    )
+
+
+class ServerForm(CheckedForm):
     """Secrets are write-only: the form never renders a stored value, and a blank field keeps
     the one already stored."""
 
@@ -252,6 +308,12 @@ class ServerForm(forms.ModelForm):
         for name in ("login_password", "ssh_private_key"):
             self.initial[name] = ""
 
+    def check(self, data: dict[str, Any]) -> None:
+        spec = registry.ServerSpec(
+            team=data["team"], name=data["name"], server_type=data["server_type"]
+        )
+        registry.check_server(spec, self.instance.pk)
+
     def clean_ssh_private_key(self) -> str:
         # Browsers submit textareas with CRLF line ends; key files want LF.
         return self.cleaned_data["ssh_private_key"].replace("\r\n", "\n")
@@ -269,7 +331,7 @@ class ServerForm(forms.ModelForm):
 
 
 @admin.register(Server)
-class ServerAdmin(ScopedAdmin):
+class ServerAdmin(ServiceAdmin):
     form = ServerForm
     list_display = ("name", "server_type", "team", "server_ip", "login_user", "secret")
     list_filter = ("server_type", "team")
@@ -282,3 +344,6 @@ class ServerAdmin(ScopedAdmin):
             # No key of FIELD_ENCRYPTION_KEY reads it (docs/security.md, key rotation).
             return UNREADABLE
         return "yes" if obj.login_password or obj.ssh_private_key else "no"
+
+    def write(self, obj: Server) -> Server:
+        return registry.save_server(server_spec(obj), obj.pk)

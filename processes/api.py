@@ -110,6 +110,10 @@ class ApplicationViewSet(ScopedViewSet):
     def owner_team(self, data: dict):
         return data.get("team")
 
+    def write(self, serializer: serializers.BaseSerializer[Any], data: dict[str, Any]) -> None:
+        pk = serializer.instance.pk if serializer.instance is not None else None
+        serializer.instance = registry.save_application(registry.ApplicationSpec.of(data), pk)
+
 
 @extend_schema_view(
     create=extend_schema(responses={201: ProcessSerializer, **REGISTRY_ERRORS}),
@@ -498,6 +502,10 @@ class PropertyViewSet(ScopedViewSet):
     def owner_team(self, data: dict):
         return data["process"].bus_domain.team if data.get("process") else None
 
+    def write(self, serializer: serializers.BaseSerializer[Any], data: dict[str, Any]) -> None:
+        pk = serializer.instance.pk if serializer.instance is not None else None
+        serializer.instance = registry.save_property(registry.PropertySpec.of(data), pk)
+
 
 @extend_schema_view(
     create=extend_schema(request=TemplateSerializer, responses={201: TemplateSerializer}),
@@ -587,6 +595,25 @@ class ServerViewSet(ScopedViewSet):
 
     def owner_team(self, data: dict):
         return data.get("team")
+
+    def write(self, serializer: serializers.BaseSerializer[Any], data: dict[str, Any]) -> None:
+        # Secrets and grants left out of the input are kept: they are never read back, so
+        # what is stored is not ``data``'s to repeat.
+        given = serializer.validated_data
+        spec = registry.ServerSpec(
+            team=data["team"],
+            name=data["name"],
+            server_type=data["server_type"],
+            root=data.get("root") or "",
+            metainfo=data.get("metainfo") or "",
+            login_user=data.get("login_user") or "",
+            server_ip=data.get("server_ip") or "",
+            login_password=given.get("login_password"),
+            ssh_private_key=given.get("ssh_private_key"),
+            granted_teams=given.get("granted_teams"),
+        )
+        pk = serializer.instance.pk if serializer.instance is not None else None
+        serializer.instance = registry.save_server(spec, pk)
 
     def perform_destroy(self, instance: Server) -> None:
         # Its grant is the installation's: the teams granted it lose their storage with it.

@@ -3,15 +3,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import Group
-from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import transaction
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 
-from batches.locations import LocationRefused, grants_storage, normalise
+from batches.locations import grants_storage
 from bdre.access import scope, teams
-from bdre.api import ScopedRelatedField
+from bdre.api import ScopedRelatedField, TeamField
 from bdre.ids import is_id
 from processes import registry, runs, scan_gate, schedules
 from processes.models import (
@@ -378,49 +376,22 @@ PROPERTIES_FIELD = serializers.DictField(
 
 
 class ApplicationSerializer(serializers.ModelSerializer):
-    team = serializers.PrimaryKeyRelatedField(queryset=Group.objects.all())
+    """Written by ``processes.registry.save_application`` (names per team, moves)."""
+
+    team = TeamField()
     team_name = serializers.CharField(source="team.name", read_only=True)
 
     class Meta:
         model = BusDomain
         fields = ("id", "name", "description", "owner", "team", "team_name", "add_ts")
         read_only_fields = ("add_ts",)
-        # Not DRF's validator of the (team, name) constraint: validate() says it in words.
+        # Not DRF's validator of the (team, name) constraint: the registry says it in words.
         validators: list = []
-
-    def validate_team(self, team: Group) -> Group:
-        request = self.context.get("request")
-        if request is not None and not teams(request.user).filter(pk=team.pk).exists():
-            raise serializers.ValidationError(f'Invalid pk "{team.pk}" - object does not exist.')
-        return team
-
-    def validate(self, attrs: dict) -> dict:
-        # Names are per team: only the team's own applications are looked at (the team is
-        # one of the user's, validate_team), so the answer never tells whether another team
-        # has an application of that name (docs/security.md, "Names are per team").
-        team = attrs.get("team", getattr(self.instance, "team", None))
-        name = attrs.get("name", getattr(self.instance, "name", None))
-        clash = BusDomain.objects.filter(team=team, name=name)
-        if self.instance is not None:
-            clash = clash.exclude(pk=self.instance.pk)
-        if team is not None and clash.exists():
-            raise serializers.ValidationError(
-                {"name": f"An application named {name} exists already in team {team}."}
-            )
-        return attrs
-
-    @transaction.atomic
-    def update(self, instance: BusDomain, validated_data: dict) -> BusDomain:
-        team = validated_data.get("team", instance.team)
-        if team.pk != instance.team_id:
-            try:
-                registry.move_application(instance, team)
-            except DjangoValidationError as exc:
-                raise serializers.ValidationError(exc.message_dict) from exc
-        return super().update(instance, validated_data)
 
 
 class PropertySerializer(serializers.ModelSerializer):
+    """Written by ``processes.registry.save_property``, checked as a job's properties are."""
+
     process = ScopedRelatedField(queryset=Process.objects.filter(deleted=False))
 
     class Meta:
@@ -428,29 +399,6 @@ class PropertySerializer(serializers.ModelSerializer):
         fields = ("id", "process", "config_group", "key", "value", "description")
         # The lengths of a group and a key are the registry's to say (check_properties).
         extra_kwargs = {"config_group": {"max_length": None}, "key": {"max_length": None}}
-
-    def validate(self, attrs: dict) -> dict:
-        # The registry's checks of a property, as when it comes with its job: its group and
-        # key, and the step kind's own check of what it will run (a statement, a callable):
-        # a property alone is no way around them.
-        def current(name: str):
-            return attrs.get(name, getattr(self.instance, name, None))
-
-        process = current("process")
-        if process is not None:
-            properties = {current("config_group"): {current("key"): current("value") or ""}}
-            try:
-                registry.check_properties(properties, process.name, field=None)
-                registry.check_step_properties(
-                    process.process_type.job_kind,
-                    properties,
-                    process.name,
-                    field="value",
-                    team_id=process.bus_domain.team_id,
-                )
-            except DjangoValidationError as exc:
-                raise serializers.ValidationError(exc.message_dict) from exc
-        return attrs
 
 
 class BriefStepSerializer(serializers.ModelSerializer):
@@ -727,9 +675,9 @@ class InstantiateSerializer(NamesWithinTeam):
 
 class ServerSerializer(serializers.ModelSerializer):
     """Credentials are write-only: they are stored encrypted and never returned; the
-    ``has_*`` flags say whether one is set."""
+    ``has_*`` flags say whether one is set. Written by ``processes.registry.save_server``."""
 
-    team = serializers.PrimaryKeyRelatedField(queryset=Group.objects.all())
+    team = TeamField()
     login_password = serializers.CharField(
         write_only=True, required=False, allow_blank=True, style={"input_type": "password"}
     )
@@ -757,31 +705,8 @@ class ServerSerializer(serializers.ModelSerializer):
             "has_ssh_private_key",
             "server_ip",
         )
-        validators: list = []  # the name is checked per team in validate, in our words
-
-    validate_team = ApplicationSerializer.validate_team
-
-    def validate_root(self, root: str) -> str:
-        if root:
-            try:
-                normalise(root)
-            except LocationRefused as exc:
-                raise serializers.ValidationError(str(exc)) from exc
-        return root
-
-    def validate(self, attrs: dict) -> dict:
-        team = attrs.get("team", getattr(self.instance, "team", None))
-        name = attrs.get("name", getattr(self.instance, "name", None))
-        # Names are per team (validate_team keeps to the user's teams): a clash names only
-        # the team's own server.
-        clash = Server.objects.filter(team=team, name=name)
-        if self.instance is not None:
-            clash = clash.exclude(pk=self.instance.pk)
-        if team is not None and clash.exists():
-            raise serializers.ValidationError(
-                {"name": f"A server named {name} exists already in team {team.name}."}
-            )
-        return attrs
+        # The name is checked per team by processes.registry.save_server, in our words.
+        validators: list = []
 
     def to_internal_value(self, data):
         # A root is storage granted to teams: a server that grants one (or is to) is the

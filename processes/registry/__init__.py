@@ -11,6 +11,7 @@ By concern:
 - :mod:`~processes.registry.jobs`: jobs and their steps, whole or one process at a time;
 - :mod:`~processes.registry.edits`: a registered job edited as a whole (its page);
 - :mod:`~processes.registry.names`: names are per team;
+- :mod:`~processes.registry.applications`: applications and servers;
 - :mod:`~processes.registry.properties`: properties and their checks;
 - :mod:`~processes.registry.graph`: the step graph (links by name, no cycle);
 - :mod:`~processes.registry.pipelines`: whole pipelines, export and import;
@@ -19,6 +20,14 @@ By concern:
 
 from django.core.exceptions import ValidationError
 
+from processes.registry.applications import (
+    ApplicationSpec,
+    ServerSpec,
+    check_application,
+    check_server,
+    save_application,
+    save_server,
+)
 from processes.registry.edits import JobEdit, NewStep, StepEdit, edit_job
 from processes.registry.graph import check_acyclic, check_workflow
 from processes.registry.jobs import (
@@ -40,9 +49,12 @@ from processes.registry.properties import (
     GROUP_LENGTH,
     KEY_LENGTH,
     Properties,
+    PropertySpec,
     check_properties,
+    check_property,
     check_step_properties,
     replace_properties,
+    save_property,
     set_properties,
 )
 from processes.registry.templates import (
@@ -58,20 +70,26 @@ from processes.registry.templates import (
 __all__ = [
     "GROUP_LENGTH",
     "KEY_LENGTH",
+    "ApplicationSpec",
     "JobEdit",
     "JobSpec",
     "NewStep",
     "ProcessChanges",
     "Properties",
+    "PropertySpec",
+    "ServerSpec",
     "StepEdit",
     "StepSpec",
     "TemplateSpec",
     "TemplateStepSpec",
     "ValidationError",
     "check_acyclic",
+    "check_application",
     "check_application_move",
     "check_names",
     "check_properties",
+    "check_property",
+    "check_server",
     "check_step_properties",
     "check_workflow",
     "create_job",
@@ -85,6 +103,9 @@ __all__ = [
     "move_application",
     "register_pipeline",
     "replace_properties",
+    "save_application",
+    "save_property",
+    "save_server",
     "save_template",
     "set_properties",
     "template_from_job",

@@ -1,5 +1,6 @@
 """Names are per team: a job's or a step's name is unique among the live processes of its
-team (docs/security.md, "Names are per team")."""
+team, an application's or a server's among the team's own (docs/security.md, "Names are per
+team")."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 
 from batches.models import File
-from processes.models import BusDomain, Process
+from processes.models import BusDomain, Process, Server
 
 
 def lock_teams(*team_ids: int | None) -> None:
@@ -69,3 +70,21 @@ def check_application_move(application: BusDomain, team: Group) -> None:
         raise ValidationError(
             {"team": f"{exc.message_dict['name'][0]} Rename them before moving {application}."}
         ) from exc
+
+
+def check_name_free(
+    model: type[BusDomain] | type[Server], team: Group, name: str, *, instead_of: int | None
+) -> None:
+    """A ValidationError on ``name`` when ``team`` has a row of ``model`` (an application, a
+    server) of that name other than ``instead_of``. Only the team's own rows are looked at
+    (docs/security.md, "Names are per team"); the database holds the same rule per team
+    (a unique constraint), this says it in words. Call it after :func:`lock_teams`."""
+    clash = model.objects.filter(team=team, name=name)
+    if instead_of is not None:
+        clash = clash.exclude(pk=instead_of)
+    if clash.exists():
+        noun = str(model._meta.verbose_name)
+        article = "An" if noun[0] in "aeiou" else "A"
+        raise ValidationError(
+            {"name": f"{article} {noun} named {name} exists already in team {team}."}
+        )

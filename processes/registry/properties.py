@@ -4,8 +4,11 @@ step's kind refuses to run."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.db.models import CharField
 
 from bdre.sql_parse import StatementTooDeep
@@ -90,6 +93,62 @@ def set_properties(process: Process, properties: Properties) -> None:
             Property.objects.update_or_create(
                 process=process, config_group=group, key=key, defaults={"value": str(value)}
             )
+
+
+@dataclass(frozen=True)
+class PropertySpec:
+    """One property of a process, as the properties API writes it row by row."""
+
+    process: Process
+    config_group: str
+    key: str
+    value: str = ""
+    description: str = ""
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> PropertySpec:
+        """From a form's or a serializer's data (blank fields may be left out or None)."""
+        return cls(
+            process=data["process"],
+            config_group=data["config_group"],
+            key=data["key"],
+            value=data.get("value") or "",
+            description=data.get("description") or "",
+        )
+
+
+def check_property(spec: PropertySpec) -> None:
+    """What :func:`save_property` refuses, for a form to say before it saves."""
+    properties = {spec.config_group: {spec.key: spec.value}}
+    check_properties(properties, spec.process.name, field=None)
+    check_step_properties(
+        spec.process.process_type.job_kind,
+        properties,
+        spec.process.name,
+        field="value",
+        team_id=spec.process.bus_domain.team_id,
+    )
+
+
+def save_property(spec: PropertySpec, property_id: int | None = None) -> Property:
+    """Create one property, or change ``property_id`` into ``spec``: checked as a property
+    that comes with its job is (its group and key, and what the step kind will run), so
+    that a property alone is no way around those checks. A ValidationError on
+    ``config_group``, ``key`` or ``value``."""
+    check_property(spec)
+    with transaction.atomic():
+        row = (
+            Property.objects.select_for_update().get(pk=property_id)
+            if property_id is not None
+            else Property()
+        )
+        row.process = spec.process
+        row.config_group = spec.config_group
+        row.key = spec.key
+        row.value = spec.value
+        row.description = spec.description
+        row.save()
+    return row
 
 
 def replace_properties(process: Process, properties: Properties) -> None:

@@ -1,15 +1,18 @@
 """The processes' admin: its actions on jobs and runs call the same services as the API and
-the commands, and a server's secrets are never shown."""
+the commands, it writes rows through the services the API writes them with (and refuses
+what they refuse), and a server's secrets are never shown."""
 
 from __future__ import annotations
 
 import pytest
 
+from alerts.models import Destination
 from processes import lifecycle, schedules
-from processes.models import ExecState, InstanceExec, Server
+from processes.models import BusDomain, ExecState, InstanceExec, Property, Server
 from processes.schedules import Schedule
 from tests.helpers.admin import act, action, texts, url
 from tests.helpers.factories import InstanceExecFactory, JobFactory, ServerFactory
+from tests.helpers.jobs import build_job, callable_step
 
 pytestmark = pytest.mark.django_db
 
@@ -114,3 +117,60 @@ def test_the_terminate_admin_action_on_a_run_goes_through_the_lifecycle(client, 
     assert InstanceExec.objects.get(pk=run.pk).exec_state_id != ExecState.RUNNING
     assert InstanceExec.objects.get(pk=done.pk).exec_state_id == ExecState.SUCCESS
     assert "not running" in page.content.decode()
+
+
+# --- rows with rules of their own: the admin writes them through the same services ---------
+
+
+def test_the_admin_refuses_a_property_the_api_refuses(client, superuser, team):
+    job = build_job(team, "tool", [callable_step("tool_call", "processes.examples.noop")])
+    prop = Property.objects.get(process__parent=job, config_group="callable", key="path")
+    client.force_login(superuser)
+    fields = {"process": prop.process_id, "config_group": "callable", "key": "path"}
+    page = client.post(url(Property, "change", prop.pk), {**fields, "value": "os.system"})
+    assert page.status_code == 200  # the form again, with the reason on the value
+    assert "BDRE_CALLABLES" in page.context["adminform"].form.errors["value"][0]
+    prop.refresh_from_db()
+    assert prop.value == "processes.examples.noop"
+    prop.delete()
+    added = client.post(url(Property, "add"), {**fields, "value": "os.system"})
+    assert "BDRE_CALLABLES" in added.context["adminform"].form.errors["value"][0]
+    assert not Property.objects.filter(config_group="callable").exists()
+    allowed = client.post(url(Property, "add"), {**fields, "value": "processes.examples.noop"})
+    assert allowed.status_code == 302
+    assert Property.objects.get(config_group="callable").value == "processes.examples.noop"
+
+
+def test_the_admin_names_an_application_or_server_once_per_team(client, superuser, team):
+    client.force_login(superuser)
+    taken = {"name": team.application.name, "team": team.group.pk, "description": "", "owner": ""}
+    page = client.post(url(BusDomain, "add"), taken)
+    assert page.context["adminform"].form.errors["name"] == [
+        f"An application named {team.application.name} exists already in team {team.group}."
+    ]
+    server = ServerFactory(team=team.group)
+    page = client.post(
+        url(Server, "add"), {"team": team.group.pk, "server_type": "s3", "name": server.name}
+    )
+    assert page.context["adminform"].form.errors["name"] == [
+        f"A server named {server.name} exists already in team {team.group}."
+    ]
+    assert Server.objects.filter(name=server.name).count() == 1
+
+
+def test_the_admin_refuses_a_destination_the_team_page_refuses(client, superuser, team):
+    client.force_login(superuser)
+    row = {"team": team.group.pk, "kinds": ""}
+    page = client.post(
+        url(Destination, "add"), {**row, "channel": "webhook", "target": "file:///etc/passwd"}
+    )
+    assert page.status_code == 200
+    assert "is not an http:// or https:// URL" in page.context["adminform"].form.errors["target"][0]
+    assert not Destination.objects.exists()
+    mail = {**row, "channel": "email", "target": "oncall@example.com"}
+    assert client.post(url(Destination, "add"), mail).status_code == 302
+    again = client.post(url(Destination, "add"), mail)
+    assert again.context["adminform"].form.errors["target"] == [
+        f"Team {team.group.name} has this email destination already."
+    ]
+    assert Destination.objects.count() == 1
