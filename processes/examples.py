@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-from processes.jobs import Counters, JobContext
+from processes.jobs import Counters, StepContext
 
 
-def noop(context: JobContext) -> Counters:
+def noop(context: StepContext) -> Counters:
     """Does nothing: a placeholder step."""
     return {}
 
 
-def log_batches(context: JobContext) -> Counters:
+def log_batches(context: StepContext) -> Counters:
     """Writes the batches and files the step claimed to the run's log."""
     context.log("batches", f"batches {context.batch_ids}, {len(context.files)} files")
     return {"batches": len(context.batch_ids), "files": len(context.files)}

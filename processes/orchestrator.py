@@ -279,7 +279,7 @@ def execute_step(
             return StepOutcome(step_id, "skipped", error=exc.message)
         raise
     batches = lifecycle.step_batches(target_batch_id, step)
-    context = jobs.JobContext(
+    context = jobs.StepContext(
         step=step,
         job_run_id=job_run_id,
         step_run_id=step_run,

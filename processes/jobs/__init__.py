@@ -1,4 +1,4 @@
-"""Step kinds: the registry and the context a step's job receives.
+"""Step kinds: the registry and the context a step's body receives.
 
 A step's ``ProcessType.job_kind`` names its kind. Kinds are imported on first use, so that
 nothing imports PySpark until a Spark step runs (the web process and the workers start
@@ -18,7 +18,8 @@ from processes.models import InstanceExec, Process, Property
 from processes.steplog import StepLogger
 
 Counters = dict[str, Any]
-Job = Callable[["JobContext"], Counters]
+# A step kind's body: what runs for one step run, given its context; what it counted.
+StepBody = Callable[["StepContext"], Counters]
 
 # kind -> module that registers it
 KIND_MODULES = {
@@ -30,22 +31,22 @@ KIND_MODULES = {
     "spark.sql": "processes.jobs.spark_sql",
     "spark.export": "processes.jobs.spark_export",
 }
-_REGISTRY: dict[str, Job] = {}
+_REGISTRY: dict[str, StepBody] = {}
 
 
 class UnknownKind(LookupError):
     pass
 
 
-def register(kind: str) -> Callable[[Job], Job]:
-    def decorate(job: Job) -> Job:
-        _REGISTRY[kind] = job
-        return job
+def register(kind: str) -> Callable[[StepBody], StepBody]:
+    def decorate(body: StepBody) -> StepBody:
+        _REGISTRY[kind] = body
+        return body
 
     return decorate
 
 
-def get(kind: str) -> Job:
+def get(kind: str) -> StepBody:
     if kind not in _REGISTRY:
         module = KIND_MODULES.get(kind)
         if module is None:
@@ -55,7 +56,7 @@ def get(kind: str) -> Job:
 
 
 @dataclass
-class JobContext:
+class StepContext:
     step: Process
     job_run_id: int
     step_run_id: int
@@ -77,7 +78,7 @@ class JobContext:
         )
 
 
-def run_step(context: JobContext) -> Counters:
+def run_step(context: StepContext) -> Counters:
     """Run the step's kind and store what it counted on the step's run."""
     kind = context.step.process_type.job_kind
     job = get(kind)
@@ -87,7 +88,7 @@ def run_step(context: JobContext) -> Counters:
     return counters
 
 
-def _session_for(kind: str, context: JobContext) -> AbstractContextManager[object]:
+def _session_for(kind: str, context: StepContext) -> AbstractContextManager[object]:
     """A Spark step runs with its own Spark options on the worker's session; the other
     kinds never import PySpark."""
     if not kind.startswith("spark."):

@@ -10,7 +10,7 @@ from django.conf import settings
 
 from batches.locations import LocationRefused, TeamStorage, check_step_locations
 from batches.tables import TableNotWritable, check_name, split_name
-from processes.jobs import JobContext
+from processes.jobs import StepContext
 from processes.jobs.python_callable import RefusedCallable, resolve
 from processes.jobs.spark_conf import RefusedSparkOption, check_spark_queue, step_options
 from processes.jobs.sql_guard import RefusedStatement, check_query
@@ -118,7 +118,7 @@ def check_export(kind: str, properties: Mapping[str, Mapping[str, object]]) -> N
         raise RefusedExport(f"export.mode must be append or overwrite, got {mode!r}")
 
 
-def check_step_run(context: JobContext) -> None:
+def check_step_run(context: StepContext) -> None:
     """Before a step runs: its Spark options and its locations once more, as they are now
     (a row changed behind the registry's back, a grant taken back since), and every file it
     was given to read; each must lie inside the team's storage roots. (The kinds check their

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from batches.ingest.scan import scan
-from processes.jobs import Counters, JobContext, register
+from processes.jobs import Counters, StepContext, register
 
 
 @register("ingest.scan")
-def ingest_scan(context: JobContext) -> Counters:
+def ingest_scan(context: StepContext) -> Counters:
     result = scan(
         context.step.pk,
         reconcile=context.options.get("reconcile"),

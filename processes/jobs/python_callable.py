@@ -18,7 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from processes.jobs import Counters, JobContext, register
+from processes.jobs import Counters, StepContext, register
 
 DOTTED_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\Z")
 
@@ -74,7 +74,7 @@ def needs_jvm(exc: BaseException) -> str | None:
 
 
 @register("python.callable")
-def python_callable(context: JobContext) -> Counters:
+def python_callable(context: StepContext) -> Counters:
     path = context.properties("callable").get("path")
     if not path:
         # No path at all is a placeholder step (the benchmarks, a job being built): nothing is

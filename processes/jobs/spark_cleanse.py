@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lineage.steps import StepLineage, Write, table_name
-from processes.jobs import Counters, JobContext, register
+from processes.jobs import Counters, StepContext, register
 from processes.jobs.spark_io import input_batches, read_table, record_lineage, start, write_batch
 from processes.jobs.spark_session import get_spark
 
@@ -117,7 +117,7 @@ def lineage(
 
 
 @register("spark.cleanse")
-def spark_cleanse(context: JobContext) -> Counters:
+def spark_cleanse(context: StepContext) -> Counters:
     props = context.properties("cleanse")
     rules = parse_rules(props.get("rules", "[]"))
     spark = get_spark()

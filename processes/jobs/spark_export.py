@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from batches.locations import spark_path
 from lineage.steps import StepLineage, Write, jdbc_name, table_name
-from processes.jobs import Counters, JobContext, register
+from processes.jobs import Counters, StepContext, register
 from processes.jobs.spark_io import input_batches, read_table, record_lineage, start
 from processes.jobs.spark_session import get_spark
 
@@ -78,7 +78,7 @@ def lineage(
 
 
 @register("spark.export")
-def spark_export(context: JobContext) -> Counters:
+def spark_export(context: StepContext) -> Counters:
     props = context.properties("export")
     fmt = props.get("format", "parquet")
     spark = get_spark()

@@ -13,7 +13,7 @@ from batches import tables
 from batches.locations import LocationRefused, TeamStorage, spark_path
 from batches.models import HiveTable
 from lineage.steps import StepLineage, folder_of, record_step
-from processes.jobs import JobContext
+from processes.jobs import StepContext
 from processes.jobs.spark_conf import STEP_GROUP
 from processes.jobs.spark_session import (
     application_id,
@@ -28,7 +28,7 @@ from processes.models import InstanceExec
 BATCH_COLUMN = "batch_id"
 
 
-def start(context: JobContext, spark: SparkSession) -> None:
+def start(context: StepContext, spark: SparkSession) -> None:
     """Record the Spark application id on the step's run (with a Connect session's id: a
     Connect server runs every client's jobs in its one application)."""
     InstanceExec.objects.filter(pk=context.step_run_id).update(
@@ -37,7 +37,7 @@ def start(context: JobContext, spark: SparkSession) -> None:
 
 
 @contextmanager
-def step_session(context: JobContext) -> Iterator[SparkSession]:
+def step_session(context: StepContext) -> Iterator[SparkSession]:
     """The worker's session with the step's own Spark options (its ``spark`` properties,
     which checks.check_step_run has just checked as they are now) while the step runs, put
     back after it; the options in effect and the Spark UI are recorded on the step's run."""
@@ -56,7 +56,7 @@ def step_session(context: JobContext) -> Iterator[SparkSession]:
             spark.catalog.clearCache()
 
 
-def readable_files(context: JobContext) -> list[str]:
+def readable_files(context: StepContext) -> list[str]:
     """The claimed files as Spark reads them, each checked just before Spark is given its
     path (``TeamStorage.check_file``): inside the team's roots as it resolves now, and on a
     local filesystem still a file of the folder's own, not replaced since its scan by a hard
@@ -82,12 +82,12 @@ def readable_files(context: JobContext) -> list[str]:
     return paths
 
 
-def input_folders(context: JobContext) -> list[str]:
+def input_folders(context: StepContext) -> list[str]:
     """The folders of the files the step claimed: what its lineage names as its input."""
     return sorted({folder_of(f.path) for f in context.files})
 
 
-def record_lineage(context: JobContext, kind: str, describe: Callable[[], StepLineage]) -> None:
+def record_lineage(context: StepContext, kind: str, describe: Callable[[], StepLineage]) -> None:
     """The step run's column lineage (:func:`lineage.steps.record_step`), never its failure."""
     record_step(kind, process_id=context.step.pk, run_id=context.step_run_id, describe=describe)
 
@@ -97,7 +97,7 @@ class PartitionWrittenTwice(RuntimeError):
 
 
 def write_batch(
-    df: DataFrame, context: JobContext, database: str, table: str, *, comments: str = ""
+    df: DataFrame, context: StepContext, database: str, table: str, *, comments: str = ""
 ) -> HiveTable:
     """Write ``df`` as the target batch's partition of a Parquet table and register it: the
     partition's folder is overwritten, so a re-run replaces its own partition and leaves
@@ -137,7 +137,7 @@ def write_batch(
     )
 
 
-def team_of(context: JobContext) -> int:
+def team_of(context: StepContext) -> int:
     """The team whose tables a step reads and writes: its application's."""
     return context.step.bus_domain.team_id
 
@@ -146,19 +146,19 @@ def team_of(context: JobContext) -> int:
 TableNotRegistered = tables.TableNotReadable
 
 
-def registered(context: JobContext, name: str) -> HiveTable:
+def registered(context: StepContext, name: str) -> HiveTable:
     """The table ``db.table`` (or ``table`` in ``default``) means to the step's team."""
     return tables.readable_table(team_of(context), name)
 
 
-def input_batches(context: JobContext) -> list[int]:
+def input_batches(context: StepContext) -> list[int]:
     """The partitions a step reads from a table: the batches it claimed (the upstream runs'
     target batches) and its own run's target batch (written by an earlier step of the job)."""
     return sorted({b for b in context.batch_ids if b} | {context.target_batch_id})
 
 
 def read_table(
-    context: JobContext, spark: SparkSession, name: str, batch_ids: list[int] | None = None
+    context: StepContext, spark: SparkSession, name: str, batch_ids: list[int] | None = None
 ) -> DataFrame:
     table = registered(context, name)
     df = spark.read.parquet(table.location)

@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lineage.steps import StepLineage, Write, table_name
-from processes.jobs import Counters, JobContext, register
+from processes.jobs import Counters, StepContext, register
 from processes.jobs.spark_io import (
     input_folders,
     readable_files,
@@ -97,7 +97,7 @@ def lineage(
 
 
 @register("spark.load")
-def spark_load(context: JobContext) -> Counters:
+def spark_load(context: StepContext) -> Counters:
     props = context.properties("load")
     fmt = props.get("format", "csv")
     table = props.get("table", f"default.{context.step.name}")

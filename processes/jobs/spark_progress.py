@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from processes.jobs import JobContext
+from processes.jobs import StepContext
 from processes.jobs.spark_session import application_id, is_connect
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ POLL_SECONDS = 2.0
 
 
 @contextmanager
-def progress_logged(spark: SparkSession, context: JobContext) -> Iterator[None]:
+def progress_logged(spark: SparkSession, context: StepContext) -> Iterator[None]:
     log.info("Spark application %s", application_id(spark) or "(unknown)")
     if is_connect(spark):
         with _connect_progress(spark):
@@ -143,7 +143,7 @@ def _connect_progress(spark: SparkSession) -> Iterator[None]:
 
 
 @contextmanager
-def logged_step_session(context: JobContext) -> Iterator[SparkSession]:
+def logged_step_session(context: StepContext) -> Iterator[SparkSession]:
     """``spark_io.step_session`` with the step's Spark work logged."""
     from processes.jobs.spark_io import step_session
 

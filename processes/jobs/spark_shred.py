@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lineage.steps import StepLineage, Write, table_name
-from processes.jobs import Counters, JobContext, register, shred
+from processes.jobs import Counters, StepContext, register, shred
 from processes.jobs.enriched_fields import FIELDS, JSON_FIELDS
 from processes.jobs.manifest import Manifest, open_manifest
 from processes.jobs.spark_io import (
@@ -249,7 +249,7 @@ def lineage(
 
 
 @register("spark.shred")
-def spark_shred(context: JobContext) -> Counters:
+def spark_shred(context: StepContext) -> Counters:
     props = context.properties("shred")
     dedup = context.properties("dedup")
     database = props.get("database", "default")

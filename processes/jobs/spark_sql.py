@@ -25,7 +25,7 @@ from batches import tables
 from bdre.sql_parse import StatementTooDeep
 from lineage.extract import record_query
 from lineage.models import LineageQuery, QueryKind
-from processes.jobs import Counters, JobContext, register
+from processes.jobs import Counters, StepContext, register
 from processes.jobs.spark_io import input_batches, start, team_of, write_batch
 from processes.jobs.spark_session import get_spark
 from processes.jobs.sql_guard import RefusedStatement, check_statement, render
@@ -122,7 +122,7 @@ def check_with_spark(spark: SparkSession, statement: str) -> None:
 
 
 @register("spark.sql")
-def spark_sql(context: JobContext) -> Counters:
+def spark_sql(context: StepContext) -> Counters:
     props = context.properties("sql")
     if not props.get("query"):
         raise ValueError(f"{context.step.name}: property sql.query is required")

@@ -5,16 +5,16 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from processes.jobs import JobContext
+from processes.jobs import StepContext
 
 
-def sleep(context: JobContext) -> dict:
+def sleep(context: StepContext) -> dict:
     seconds = float(context.properties("test").get("sleep", "0"))
     time.sleep(seconds)
     return {"slept": seconds}
 
 
-def fail_until_flag(context: JobContext) -> dict:
+def fail_until_flag(context: StepContext) -> dict:
     """Fails until the file named by ``test.flag`` exists."""
     flag = Path(context.properties("test")["flag"])
     if not flag.exists():
@@ -22,7 +22,7 @@ def fail_until_flag(context: JobContext) -> dict:
     return {"flag": flag.name}
 
 
-def slow_spark_job(context: JobContext) -> dict:
+def slow_spark_job(context: StepContext) -> dict:
     """A Spark job of a minute; writes to ``test.outcome`` whether it finished or was
     cancelled."""
     from pyspark.sql import functions as F
@@ -45,7 +45,7 @@ def slow_spark_job(context: JobContext) -> dict:
     return {}
 
 
-def spark_context_user(context: JobContext) -> dict:
+def spark_context_user(context: StepContext) -> dict:
     """A step body written for a driver in the worker: it reaches for the SparkContext, which
     a Spark Connect session does not have."""
     from processes.jobs.spark_session import get_spark
@@ -53,7 +53,7 @@ def spark_context_user(context: JobContext) -> dict:
     return {"parallelism": get_spark().sparkContext.defaultParallelism}
 
 
-def talk_and_fail(context: JobContext) -> dict:
+def talk_and_fail(context: StepContext) -> dict:
     """Logs, prints and fails: what a step's log keeps (``test.words`` is said each way)."""
     import logging
     import sys
@@ -65,7 +65,7 @@ def talk_and_fail(context: JobContext) -> dict:
     raise ValueError(f"no good {words}")
 
 
-def log_a_line(context: JobContext) -> dict:
+def log_a_line(context: StepContext) -> dict:
     """Says something through Python's logging, as any step body's library would."""
     import logging
 
@@ -73,7 +73,7 @@ def log_a_line(context: JobContext) -> dict:
     return {}
 
 
-def talk_until_flag(context: JobContext) -> dict:
+def talk_until_flag(context: StepContext) -> dict:
     """Says a line, waits (up to a minute) for the file ``test.flag``, says another: a step
     whose log grows while someone watches its run."""
     print("first line, before the flag", flush=True)
