@@ -45,8 +45,19 @@ from processes.models import (
     Server,
 )
 from processes.replay_api import ProcessReplayActions
-from processes.serializers import (
+from processes.serializers.pipelines import (
+    InstantiateSerializer,
+    PipelineSerializer,
+    TemplateSerializer,
+)
+from processes.serializers.registry import (
     ApplicationSerializer,
+    ProcessDetailSerializer,
+    ProcessSerializer,
+    PropertySerializer,
+    ServerSerializer,
+)
+from processes.serializers.runs import (
     FilesBetweenInput,
     HaltJobInput,
     HeartbeatResultSerializer,
@@ -54,23 +65,16 @@ from processes.serializers import (
     InitJobResultSerializer,
     InitStepInput,
     InitStepResultSerializer,
-    InstantiateSerializer,
     LogSerializer,
     NothingNewSerializer,
-    PipelineSerializer,
-    ProcessDetailSerializer,
-    ProcessSerializer,
-    PropertySerializer,
     RunDetailSerializer,
     RunLogSerializer,
     RunNowInput,
     RunSerializer,
     RunStartedSerializer,
     ScheduleSerializer,
-    ServerSerializer,
     StepInput,
     StepLogQuery,
-    TemplateSerializer,
     TerminatedSerializer,
     TermInput,
 )

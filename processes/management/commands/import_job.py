@@ -9,7 +9,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from bdre.commands import JsonCommand, team_named
 from processes import registry
-from processes.serializers import PipelineSerializer
+from processes.serializers.pipelines import PipelineSerializer
 
 
 class Command(JsonCommand):
