@@ -19,12 +19,10 @@ from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
-from batches.models import BatchConsumpQueue
 from bdre import charts
 from bdre.access import Role, can, scope
 from bdre.errors import BdreError, Conflict
 from lineage import graphs
-from processes import dashboard as selectors
 from processes import (
     forms,
     logfiles,
@@ -44,6 +42,8 @@ from processes.models import (
     ProcessTemplate,
     Property,
 )
+from processes.selectors import dashboard as selectors
+from processes.selectors import jobs as jobs_selector
 
 
 def visible_jobs(request: HttpRequest):
@@ -102,40 +102,24 @@ def dashboard_live(request: HttpRequest) -> HttpResponse:
 @login_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = _job(request, pk)
-    steps = list(job.steps.filter(deleted=False).select_related("process_type").order_by("id"))
-    properties: dict[str, dict[str, list[Property]]] = defaultdict(lambda: defaultdict(list))
-    for prop in (
-        Property.objects.filter(process__in=[job, *steps])
-        .exclude(config_group=SCHEDULE_GROUP)  # the Schedule section shows it
-        .select_related("process")
-    ):
-        properties[prop.process.name][prop.config_group].append(prop)
-    schedule = schedules.schedule_of(job.pk)
-    workflow = graphs.workflow_graph(job)
-    for node in workflow.nodes.values():
+    page = jobs_selector.job_page(job)
+    for node in page.workflow.nodes.values():
         if node.kind == "job" and node.ref:
             node.url = f"/jobs/{node.ref}/"
-    runs = InstanceExec.objects.filter(process=job, parent__isnull=True).select_related(
-        "exec_state"
-    )[:20]
-    queue = (
-        BatchConsumpQueue.objects.filter(process__parent=job)
-        .select_related("process", "batch_state")
-        .order_by("-id")[:20]
-    )
+    schedule = page.schedule
     return render(
         request,
         "processes/job.html",
         {
             "job": job,
-            "steps": steps,
-            "properties": {name: dict(groups) for name, groups in properties.items()},
-            "workflow": mark_safe(graphs.to_svg(workflow)),
-            "runs": runs,
+            "steps": page.steps,
+            "properties": page.properties,
+            "workflow": mark_safe(graphs.to_svg(page.workflow)),
+            "runs": page.runs,
             "trend": run_views.duration_trend(job),
-            "queue": queue,
+            "queue": page.queue,
             "schedule": schedule,
-            "last_checked": scan_gate.last_checked(job),
+            "last_checked": page.last_checked,
             "can_run": can(request.user, job, Role.DEVELOPER),
             "paused": schedule.paused,
             "schedule_form": forms.ScheduleFields(
@@ -147,9 +131,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 }
             ),
             "template_form": forms.SaveTemplateForm(initial={"name": f"{job.name}_template"}),
-            "running": InstanceExec.objects.filter(
-                process=job, exec_state_id=ExecState.RUNNING
-            ).first(),
+            "running": page.running,
         },
     )
 

@@ -51,8 +51,10 @@ def topological_order(
 
 def steps_in_order(job: Process) -> list[Process]:
     """The job's live steps in a topological order of the workflow (ties by id); steps not
-    reachable from the job's first steps come last. Three queries whatever the size."""
-    steps = {s.pk: s for s in job.steps.filter(deleted=False).order_by("id")}
+    reachable from the job's first steps come last, each with its type (the kind its callers
+    run or draw). Three queries whatever the size."""
+    live = job.steps.filter(deleted=False).select_related("process_type").order_by("id")
+    steps = {s.pk: s for s in live}
     first = set(
         NextLinks.objects.filter(from_process_id=job.pk).values_list("to_process_id", flat=True)
     )

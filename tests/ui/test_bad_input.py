@@ -114,7 +114,7 @@ def test_a_forbidden_action_is_the_site_s_own_403_with_its_reason(team, pipeline
 
 
 def test_a_server_error_is_the_site_s_own_500(team, monkeypatch, debug):
-    from processes import dashboard
+    from processes.selectors import dashboard
 
     def broken(jobs):
         raise RuntimeError("secret internals")

@@ -10,8 +10,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from batches.models import ArchiveConsumpQueue, BatchState
-from processes import dashboard, schedules
+from processes import schedules
 from processes.models import ExecState, Process
+from processes.selectors import dashboard
 from tests.helpers.factories import InstanceExecFactory, QueueRowFactory
 
 pytestmark = pytest.mark.django_db
