@@ -7,12 +7,12 @@ from typing import Any
 
 from django.db.models import Count, Q
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from batches import queue, tables
+from batches import queue, selectors, tables
 from batches.filters import ArchiveFilter, BatchFilter, FileFilter, QueueFilter
 from batches.locations import LocationRefused
 from batches.models import (
@@ -97,16 +97,10 @@ class QueueViewSet(viewsets.ReadOnlyModelViewSet):
         """The ids the user may act on, in the order given. A row of another team is not
         told apart from an id of no row; one visible row without the developer role makes
         the whole request 403 (nothing is done), and no row the user may see a 404."""
-        rows = BatchConsumpQueue.objects.filter(pk__in=ids)
-        visible = set(scope(request.user, rows).values_list("pk", flat=True))
-        allowed = set(scope(request.user, rows, Role.DEVELOPER).values_list("pk", flat=True))
-        if visible - allowed:
-            raise exceptions.PermissionDenied(
-                "This needs the developer role in the owning team of every row named."
-            )
+        allowed = selectors.acting_on(request.user, ids)
         if not allowed:
             raise queue.unknown_row()
-        return [pk for pk in dict.fromkeys(ids) if pk in allowed]
+        return allowed
 
     def _results(self, ids: list[int], done: list[queue.RowResult]) -> Response:
         by_id = {r.id: r for r in done}

@@ -7,23 +7,18 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count, OuterRef, QuerySet, Subquery, Sum
-from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
-from batches import queue
+from batches import queue, selectors
 from batches.filters import ArchiveFilter, BatchFilter, QueueFilter
 from batches.models import (
-    CLAIMABLE_STATES,
-    ArchiveConsumpQueue,
     Batch,
     BatchConsumpQueue,
     BatchStatus,
-    File,
 )
 from bdre.access import Role, can, scope
 from bdre.errors import BdreError
@@ -41,32 +36,16 @@ ACTIONS = {
 @login_required
 def queue_inspector(request: HttpRequest) -> HttpResponse:
     archived = request.GET.get("table") == "archive"
-    model, filterset_class = (
-        (ArchiveConsumpQueue, ArchiveFilter) if archived else (BatchConsumpQueue, QueueFilter)
-    )
-    rows = scope(request.user, model.objects.all()).select_related(
-        "process__parent", "batch_state", "source_process"
-    )
-    found = filterset_class(request.GET, queryset=rows.order_by("-id"))
+    rows = selectors.queue_rows(request.user, archived=archived)
+    found = (ArchiveFilter if archived else QueueFilter)(request.GET, queryset=rows)
     page = Paginator(found.qs if found.is_valid() else rows.none(), 50).get_page(
         request.GET.get("page")
     )
-    steps = scope(request.user, Process.objects.filter(parent__isnull=False, deleted=False))
     query = request.GET.copy()
     query.pop("page", None)
     page.object_list = list(page.object_list)
     if not archived:
-        # one query for the page: the rows whose team gives the user the developer role
-        ids = [row.pk for row in page.object_list]
-        allowed = set(
-            scope(request.user, model.objects.filter(pk__in=ids), Role.DEVELOPER).values_list(
-                "pk", flat=True
-            )
-        )
-        history = queue.attempt_history(page.object_list)
-        for row in page.object_list:
-            row.can_act = row.pk in allowed
-            row.history = history[row.pk]
+        selectors.with_actions(request.user, page.object_list)
     return render(
         request,
         "batches/queue.html",
@@ -74,7 +53,7 @@ def queue_inspector(request: HttpRequest) -> HttpResponse:
             "archived": archived,
             "page": page,
             "errors": found.errors,
-            "steps": steps.select_related("parent").order_by("parent__name", "name"),
+            "steps": selectors.steps(request.user),
             "states": BatchStatus.objects.order_by("pk"),
             "params": request.GET,
             "query": query.urlencode(),
@@ -124,11 +103,12 @@ def queue_bulk(request: HttpRequest) -> HttpResponse:
     if action not in ACTIONS:
         return redirect("ui-queue")
     ids = [int(v) for v in request.POST.getlist("ids") if v.isdigit() and len(v) < 19]
-    rows = BatchConsumpQueue.objects.filter(pk__in=ids)
-    allowed = scope(request.user, rows, Role.DEVELOPER)
-    if scope(request.user, rows).exclude(pk__in=allowed.values("pk")).exists():
-        raise PermissionDenied("Requeue and discard need the developer role.")
-    chosen = list(allowed.select_related("process__parent", "batch_state").order_by("id"))
+    allowed = selectors.acting_on(request.user, ids)
+    chosen = list(
+        BatchConsumpQueue.objects.filter(pk__in=allowed)
+        .select_related("process__parent", "batch_state")
+        .order_by("id")
+    )
     if not chosen:
         if ids:
             raise Http404("No such queue row.")
@@ -157,36 +137,9 @@ def queue_bulk(request: HttpRequest) -> HttpResponse:
     return redirect("ui-queue")
 
 
-def _with_contents(user, batches: QuerySet[Batch]) -> QuerySet[Batch]:
-    """Each batch's run and job, its files (count and bytes) and the steps of the user's
-    teams still waiting to claim it (another team's step may consume the batch: its rows are
-    not the user's to count); subqueries, since two joined counts would multiply each other."""
-    files = File.objects.filter(batch=OuterRef("pk")).values("batch")
-    waiting = (
-        scope(
-            user,
-            BatchConsumpQueue.objects.filter(
-                source_batch=OuterRef("pk"), batch_state_id__in=CLAIMABLE_STATES
-            ),
-        )
-        .values("source_batch")
-        .annotate(n=Count("id"))
-        .values("n")
-    )
-    return (
-        batches.select_related("source_instance_exec__process")
-        .annotate(
-            file_count=Coalesce(Subquery(files.annotate(n=Count("id")).values("n")), 0),
-            file_bytes=Subquery(files.annotate(n=Sum("file_size")).values("n")),
-            waiting=Coalesce(Subquery(waiting), 0),
-        )
-        .order_by("-id")
-    )
-
-
 @login_required
 def batch_list(request: HttpRequest) -> HttpResponse:
-    batches = _with_contents(request.user, scope(request.user, Batch.objects.all()))
+    batches = selectors.batches(request.user)
     found = BatchFilter(request.GET, queryset=batches)
     page = Paginator(found.qs if found.is_valid() else batches.none(), 50).get_page(
         request.GET.get("page")
@@ -215,9 +168,7 @@ def batch_detail(request: HttpRequest, pk: int) -> HttpResponse:
     for node in graph.nodes.values():
         if node.kind == "batch" and node.ref:
             node.url = f"/batches/{node.ref}/"
-    files = Paginator(File.objects.filter(batch=batch).order_by("id"), 100).get_page(
-        request.GET.get("page")
-    )
+    files = Paginator(selectors.batch_files(batch), 100).get_page(request.GET.get("page"))
     return render(
         request,
         "batches/batch.html",
