@@ -1,17 +1,14 @@
 """REST: applications, processes (with the lifecycle actions of DESIGN.md section 7, whole
-pipelines, export and import), templates, properties, servers, runs and their logs."""
+pipelines, export and import), templates, properties and servers. Runs and their logs:
+``processes.run_api``."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from django.db.models import Q
-from django.http import HttpResponse
 from django.urls import reverse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import renderers, serializers, status, viewsets
+from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
@@ -20,26 +17,21 @@ from rest_framework.response import Response
 from batches import queue as batch_queue
 from batches.locations import grants_storage
 from batches.serializers import FileSerializer
-from bdre.access import Role, scope
+from bdre.access import Role
 from bdre.api import ErrorSerializer, ScopedViewSet, acting_on, require_role
 from bdre.errors import BdreError, Code
-from bdre.ids import ID_REGEX
 from processes import (
     lifecycle,
-    logfiles,
     orchestrator,
     registry,
-    runs,
     scan_gate,
     schedules,
     tasks,
 )
-from processes.filters import LogFilter, ProcessFilter, PropertyFilter, RunFilter, TemplateFilter
+from processes.filters import ProcessFilter, PropertyFilter, TemplateFilter
 from processes.models import (
     BusDomain,
-    InstanceExec,
     Process,
-    ProcessLog,
     ProcessTemplate,
     Property,
     Server,
@@ -60,21 +52,15 @@ from processes.serializers.registry import (
 from processes.serializers.runs import (
     FilesBetweenInput,
     HaltJobInput,
-    HeartbeatResultSerializer,
     InitJobInput,
     InitJobResultSerializer,
     InitStepInput,
     InitStepResultSerializer,
-    LogSerializer,
     NothingNewSerializer,
-    RunDetailSerializer,
-    RunLogSerializer,
     RunNowInput,
-    RunSerializer,
     RunStartedSerializer,
     ScheduleSerializer,
     StepInput,
-    StepLogQuery,
     TerminatedSerializer,
     TermInput,
 )
@@ -374,122 +360,6 @@ class ProcessViewSet(ProcessReplayActions, ScopedViewSet):
     @action(detail=True, methods=["post"])
     def resume(self, request: Request, pk: str) -> Response:
         return Response(ScheduleSerializer(tasks.resume(self._job(request, pk))).data)
-
-
-class PlainTextRenderer(renderers.BaseRenderer):
-    """A step log as text; an error answer as its JSON text."""
-
-    media_type = "text/plain"
-    format = "txt"
-    charset = "utf-8"
-
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        return data.encode() if isinstance(data, str) else json.dumps(data).encode()
-
-
-class RunViewSet(viewsets.ReadOnlyModelViewSet):
-    """Runs of jobs and of their steps, with counters; a job run's detail lists its step
-    runs."""
-
-    lookup_value_regex = ID_REGEX  # anything else is a 404, never a 500
-    filterset_class = RunFilter
-    ordering_fields = ("id", "start_ts", "end_ts")
-
-    def get_queryset(self):
-        return scope(
-            self.request.user, InstanceExec.objects.select_related("exec_state", "process")
-        )
-
-    def get_serializer_class(self):
-        return RunDetailSerializer if self.action == "retrieve" else RunSerializer
-
-    def paginate_queryset(self, queryset):
-        page = super().paginate_queryset(queryset)
-        if self.action == "list" and page is not None:
-            runs.attach_totals(page)  # a page's worth of runs, in three queries
-        return page
-
-    def get_object(self) -> InstanceExec:
-        run = super().get_object()
-        if self.action == "retrieve":
-            runs.attach_totals([run])
-        return run
-
-    @extend_schema(
-        responses={200: LogSerializer(many=True)},
-        description="The log lines of the run and of its step runs, oldest first.",
-    )
-    @action(detail=True, methods=["get"], filterset_class=None, ordering_fields=["id"])
-    def logs(self, request: Request, pk: str) -> Response:
-        run = self.get_object()
-        rows = ProcessLog.objects.filter(
-            Q(instance_exec=run) | Q(instance_exec__parent=run)
-        ).order_by("id")
-        page = self.paginate_queryset(rows)
-        return self.get_paginated_response(LogSerializer(page, many=True).data)
-
-    @extend_schema(
-        parameters=[StepLogQuery],
-        responses={200: RunLogSerializer},
-        description="The step log of a step run, or of each step run of a job run (the lines "
-        "matching q, case-insensitive; the last tail lines).",
-    )
-    @action(detail=True, methods=["get"], filterset_class=None, pagination_class=None)
-    def log(self, request: Request, pk: str) -> Response:
-        run = self.get_object()
-        query = StepLogQuery(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        logs = logfiles.read_all(run, **query.validated_data)
-        return Response(RunLogSerializer({"run": run.pk, "steps": logs}).data)
-
-    @extend_schema(
-        parameters=[StepLogQuery],
-        responses={
-            (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="the log file"),
-        },
-        description="The same step logs as one text file to download.",
-    )
-    @action(
-        detail=True,
-        methods=["get"],
-        url_path="log/download",
-        filterset_class=None,
-        pagination_class=None,
-        renderer_classes=[renderers.JSONRenderer, PlainTextRenderer],
-    )
-    def log_download(self, request: Request, pk: str) -> HttpResponse:
-        run = self.get_object()
-        query = StepLogQuery(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        text = logfiles.as_text(logfiles.read_all(run, **query.validated_data))
-        response = HttpResponse(text, content_type="text/plain; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.log"'
-        return response
-
-    def handle_exception(self, exc: Exception) -> Response:
-        if self.action == "log_download":  # errors are JSON whatever the download asked for
-            self.request.accepted_renderer = renderers.JSONRenderer()
-            self.request.accepted_media_type = "application/json"
-        return super().handle_exception(exc)
-
-    @extend_schema(
-        request=None,
-        responses={200: HeartbeatResultSerializer, **{s: ERRORS[s] for s in (403, 404, 409)}},
-    )
-    @action(detail=True, methods=["post"])
-    def heartbeat(self, request: Request, pk: str) -> Response:
-        acting_on(request, InstanceExec, int(pk), role=Role.DEVELOPER, unknown=Code.UNKNOWN_ROW)
-        return Response({"lease_expires_at": lifecycle.heartbeat(int(pk))})
-
-
-class LogViewSet(viewsets.ReadOnlyModelViewSet):
-    lookup_value_regex = ID_REGEX  # anything else is a 404, never a 500
-    serializer_class = LogSerializer
-    filterset_class = LogFilter
-    ordering_fields = ("id", "add_ts")
-
-    def get_queryset(self):
-        return scope(self.request.user, ProcessLog.objects.all())
 
 
 class PropertyViewSet(ScopedViewSet):

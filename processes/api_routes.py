@@ -5,14 +5,13 @@ from __future__ import annotations
 from bdre.routes import register_master, router
 from processes.api import (
     ApplicationViewSet,
-    LogViewSet,
     ProcessViewSet,
     PropertyViewSet,
-    RunViewSet,
     ServerViewSet,
     TemplateViewSet,
 )
 from processes.models import ExecStatus, ProcessType, WorkflowType
+from processes.run_api import LogViewSet, RunViewSet
 
 router.register("applications", ApplicationViewSet, basename="application")
 router.register("processes", ProcessViewSet, basename="process")
