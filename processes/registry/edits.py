@@ -101,26 +101,10 @@ def edit_job(job_id: int, edit: JobEdit) -> Process:
         ),
     )
     replace_properties(job, edit.properties)
-
-    # A step runs with its own retries and lease (create_job copies the job's): the steps
-    # that kept the job's values follow them; one given its own through the API keeps it.
-    for column, old, value in (
-        ("max_retries", was[0], edit.max_retries),
-        ("lease_seconds", was[1], edit.lease_seconds),
-    ):
-        if old != value:
-            job.steps.filter(deleted=False, **{column: old}).update(**{column: value})
+    _steps_follow_limits(job, was, edit)
 
     steps = {s.pk: s for s in job.steps.filter(deleted=False)}
-    # The links as they were: a step whose links are given as they were keeps the ones its
-    # job has by then (a step removed above links the steps before it to those after it).
-    links_before = {
-        pk: (
-            sorted(step.next_processes.filter(deleted=False).values_list("name", flat=True)),
-            sorted(step.enqueuing_processes.values_list("pk", flat=True)),
-        )
-        for pk, step in steps.items()
-    }
+    links_before = _links_of(steps)
     for change in edit.steps:
         step = steps.pop(change.step_id, None)  # each step once
         if step is None:
@@ -136,8 +120,40 @@ def edit_job(job_id: int, edit: JobEdit) -> Process:
 
     for new in edit.new_steps:
         _add_step(job, new)
+    _relink_steps(job, edit, links_before)
+    return job
 
-    # The links last: a step may lead to a step added above, never to one removed.
+
+def _steps_follow_limits(job: Process, was: tuple[int, int], edit: JobEdit) -> None:
+    """A step runs with its own retries and lease (create_job copies the job's): the steps
+    that kept the job's values (``was``) follow them; one given its own through the API
+    keeps it."""
+    for column, old, value in (
+        ("max_retries", was[0], edit.max_retries),
+        ("lease_seconds", was[1], edit.lease_seconds),
+    ):
+        if old != value:
+            job.steps.filter(deleted=False, **{column: old}).update(**{column: value})
+
+
+def _links_of(steps: dict[int, Process]) -> dict[int, tuple[list[str], list[int]]]:
+    """Each step's next steps (names) and upstream jobs (ids) before the edit: a step whose
+    links are given as they were keeps the ones its job has by then (a step removed links
+    the steps before it to those after it)."""
+    return {
+        pk: (
+            sorted(step.next_processes.filter(deleted=False).values_list("name", flat=True)),
+            sorted(step.enqueuing_processes.values_list("pk", flat=True)),
+        )
+        for pk, step in steps.items()
+    }
+
+
+def _relink_steps(
+    job: Process, edit: JobEdit, links_before: dict[int, tuple[list[str], list[int]]]
+) -> None:
+    """The links last: a step may lead to a step added by the edit, never to one removed;
+    then the job leads to the steps no step leads to."""
     live = _live_steps(job)
     by_id = {s.pk: s for s in live.values()}
     relinks: list[tuple[Process, StepEdit]] = []
@@ -174,7 +190,6 @@ def edit_job(job_id: int, edit: JobEdit) -> Process:
     update_process(
         job.pk, ProcessChanges.of(job, next=[s for s in live.values() if s.pk not in followed])
     )
-    return job
 
 
 def _relink(job: Process, step: Process, live: dict[str, Process], change: StepEdit) -> None:
