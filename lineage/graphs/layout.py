@@ -266,20 +266,12 @@ def _place_vertically(
     return {n: y - lowest for n, y in top.items()}
 
 
-def layout(
-    nodes: Iterable[Node],
-    edges: Sequence[tuple[Node, Node]],
-    sizes: Mapping[Node, tuple[float, float]],
-    label_widths: Mapping[int, float] | None = None,
-) -> Layout:
-    """Positions of ``nodes`` (of the given width and height) and routes of ``edges``;
-    ``label_widths`` (edge index -> width) widen the gap after the layer an edge leaves."""
-    order = list(dict.fromkeys(nodes))
-    backwards = _acyclic(order, edges)
-    forward = [(b, a) if i in backwards else (a, b) for i, (a, b) in enumerate(edges)]
-    layer_of = _layers(order, forward)
-
-    # long edges go through one dummy point per layer they cross
+def _chains(
+    forward: Sequence[tuple[Node, Node]], layer_of: Mapping[Node, int]
+) -> tuple[dict[int, list[Node]], dict[Node, list[Node]], dict[Node, list[Node]], dict[Node, int]]:
+    """Long edges go through one dummy point per layer they cross: each edge's chain of
+    points (by edge index; none for a self-loop), the links down and up between consecutive
+    points, and the layer of every node and dummy point."""
     chains: dict[int, list[Node]] = {}
     links_down: dict[Node, list[Node]] = defaultdict(list)
     links_up: dict[Node, list[Node]] = defaultdict(list)
@@ -297,7 +289,23 @@ def layout(
         for u, v in itertools.pairwise(chain):
             links_down[u].append(v)
             links_up[v].append(u)
+    return chains, links_down, links_up, all_layer
 
+
+def layout(
+    nodes: Iterable[Node],
+    edges: Sequence[tuple[Node, Node]],
+    sizes: Mapping[Node, tuple[float, float]],
+    label_widths: Mapping[int, float] | None = None,
+) -> Layout:
+    """Positions of ``nodes`` (of the given width and height) and routes of ``edges``;
+    ``label_widths`` (edge index -> width) widen the gap after the layer an edge leaves."""
+    order = list(dict.fromkeys(nodes))
+    backwards = _acyclic(order, edges)
+    forward = [(b, a) if i in backwards else (a, b) for i, (a, b) in enumerate(edges)]
+    layer_of = _layers(order, forward)
+
+    chains, links_down, links_up, all_layer = _chains(forward, layer_of)
     count = max(all_layer.values(), default=-1) + 1
     layers: list[list[Node]] = [[] for _ in range(count)]
     # initial order: the order of the nodes given, dummies after their source's position
@@ -335,10 +343,10 @@ def layout(
 
     routes: dict[int, list[tuple[float, float]]] = {}
     for i, chain in chains.items():
-        a, b = placed[chain[0]], placed[chain[-1]]
-        points = [(a.right, a.middle)]
+        first, last = placed[chain[0]], placed[chain[-1]]
+        points = [(first.right, first.middle)]
         points += [dummy_at[d] for d in chain[1:-1]]
-        points.append((b.x, b.middle))
+        points.append((last.x, last.middle))
         routes[i] = points
     for i, (a, b) in enumerate(forward):
         if a == b:  # a self-loop: a small arc above the node

@@ -154,24 +154,9 @@ def _notes(graph: Graph, hidden: int) -> list[str]:
     return notes
 
 
-def to_svg(graph: Graph) -> str:
-    """The graph drawn left to right: nodes as labelled boxes (links where they have one),
-    edges as curves with arrowheads and their labels."""
-    d = draw(graph)
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{d.width:.0f}" height="{d.height:.0f}" '
-        f'viewBox="0 0 {d.width:.0f} {d.height:.0f}" role="img" aria-label="{escape(graph.title)}" '
-        f'font-family="{FONT_FAMILY}" font-size="{FONT}">',
-        f"<title>{escape(graph.title)}</title>",
-        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" '
-        'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
-        '<path d="M0,0 L10,5 L0,10 z" fill="#6b7785"/></marker></defs>',
-        f'<text class="graph-title" x="{d.title_box.x:.1f}" y="{d.title_box.bottom - 4:.1f}" '
-        f'font-size="{TITLE}" font-weight="600" fill="#1f2933">'
-        + (f"<title>{escape(graph.title)}</title>" if d.title != graph.title else "")
-        + f"{escape(d.title)}</text>",
-    ]
-    # labels over every edge (a later edge would cross an earlier label), under the nodes
+def _edges(graph: Graph, d: Drawing) -> tuple[list[str], list[str]]:
+    """Each edge as a path with its tooltip, and the boxes of the labels shown."""
+    out: list[str] = []
     labels: list[str] = []
     for i, edge in enumerate(graph.edges):
         points = d.routes.get(i)
@@ -203,31 +188,58 @@ def to_svg(graph: Graph) -> str:
                 f'fill="#52606d">{escape(shown)}</text>',
                 "</g>",
             ]
-    out += labels
+    return out, labels
+
+
+def _node(node_id: str, node: GraphNode, d: Drawing) -> list[str]:
+    """A node as a box with its label and detail, a link where it has one."""
+    p, lines = d.nodes[node_id], d.texts[node_id]
+    fill, stroke = colours(node)
+    width_px = 2.6 if node.focus else 1.2
+    tooltip = " · ".join(filter(None, [node.label, node.detail, node.state.lower()]))
+    weight = 600 if node.kind in BOLD_KINDS else 400
+    group = [
+        f'<g class="node {node.kind}" data-id="{escape(node_id)}" '
+        f'data-state="{escape(node.state)}">',
+        f"<title>{escape(tooltip)}</title>",
+        f'<rect x="{p.x:.1f}" y="{p.y:.1f}" width="{p.width:.1f}" height="{p.height:.1f}" '
+        f'rx="6" fill="{fill}" stroke="{stroke}" stroke-width="{width_px}"/>',
+        f'<text class="node-label" x="{p.x + PAD:.1f}" y="{p.y + 19:.1f}" fill="#1f2933" '
+        f'font-weight="{weight}">{escape(lines.label)}</text>',
+    ]
+    if lines.detail:
+        group.append(
+            f'<text class="node-detail" x="{p.x + PAD:.1f}" y="{p.y + 35:.1f}" '
+            f'font-size="{SMALL}" fill="#52606d">{escape(lines.detail)}</text>'
+        )
+    group.append("</g>")
+    if node.url:
+        group = [f'<a href="{escape(node.url)}">', *group, "</a>"]
+    return group
+
+
+def to_svg(graph: Graph) -> str:
+    """The graph drawn left to right: nodes as labelled boxes (links where they have one),
+    edges as curves with arrowheads and their labels."""
+    d = draw(graph)
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{d.width:.0f}" height="{d.height:.0f}" '
+        f'viewBox="0 0 {d.width:.0f} {d.height:.0f}" role="img" aria-label="{escape(graph.title)}" '
+        f'font-family="{FONT_FAMILY}" font-size="{FONT}">',
+        f"<title>{escape(graph.title)}</title>",
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" '
+        'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
+        '<path d="M0,0 L10,5 L0,10 z" fill="#6b7785"/></marker></defs>',
+        f'<text class="graph-title" x="{d.title_box.x:.1f}" y="{d.title_box.bottom - 4:.1f}" '
+        f'font-size="{TITLE}" font-weight="600" fill="#1f2933">'
+        + (f"<title>{escape(graph.title)}</title>" if d.title != graph.title else "")
+        + f"{escape(d.title)}</text>",
+    ]
+    edges, labels = _edges(graph, d)
+    # labels over every edge (a later edge would cross an earlier label), under the nodes
+    out += edges + labels
     for node_id, node in graph.nodes.items():
-        p, lines = d.nodes[node_id], d.texts[node_id]
-        fill, stroke = colours(node)
-        width_px = 2.6 if node.focus else 1.2
-        tooltip = " · ".join(filter(None, [node.label, node.detail, node.state.lower()]))
-        weight = 600 if node.kind in BOLD_KINDS else 400
-        group = [
-            f'<g class="node {node.kind}" data-id="{escape(node_id)}" '
-            f'data-state="{escape(node.state)}">',
-            f"<title>{escape(tooltip)}</title>",
-            f'<rect x="{p.x:.1f}" y="{p.y:.1f}" width="{p.width:.1f}" height="{p.height:.1f}" '
-            f'rx="6" fill="{fill}" stroke="{stroke}" stroke-width="{width_px}"/>',
-            f'<text class="node-label" x="{p.x + PAD:.1f}" y="{p.y + 19:.1f}" fill="#1f2933" '
-            f'font-weight="{weight}">{escape(lines.label)}</text>',
-        ]
-        if lines.detail:
-            group.append(
-                f'<text class="node-detail" x="{p.x + PAD:.1f}" y="{p.y + 35:.1f}" '
-                f'font-size="{SMALL}" fill="#52606d">{escape(lines.detail)}</text>'
-            )
-        group.append("</g>")
-        if node.url:
-            group = [f'<a href="{escape(node.url)}">', *group, "</a>"]
-        out.extend(group)
+        out.extend(_node(node_id, node, d))
     for note, box in d.notes:
         colour = "#b42331" if note.startswith("cut") else "#52606d"
         out.append(
