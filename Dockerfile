@@ -14,6 +14,7 @@ COPY bdre bdre
 COPY processes processes
 COPY batches batches
 COPY lineage lineage
+COPY alerts alerts
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM python:3.11.14-slim-bookworm

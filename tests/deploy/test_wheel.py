@@ -8,21 +8,18 @@ in): setuptools, a test dependency, is all it needs."""
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
-import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+from tests.helpers.project import ROOT, packages
 
 # Never part of the package: what builds, runs, tests and version control leave in the tree.
 LEFT_BEHIND = {".git", ".venv", "var", "build", "dist", ".hypothesis", ".pytest_cache"}
@@ -44,16 +41,6 @@ def project_files(top: Path) -> set[str]:
             (Path(folder) / f).relative_to(ROOT).as_posix() for f in files if not left_behind(f)
         }
     return found
-
-
-def packages() -> list[str]:
-    """The top-level packages that pyproject.toml says the wheel holds."""
-    include = PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]
-    return sorted(
-        p.name
-        for p in ROOT.iterdir()
-        if (p / "__init__.py").exists() and any(fnmatch.fnmatch(p.name, i) for i in include)
-    )
 
 
 @pytest.fixture(scope="module")
