@@ -5,8 +5,9 @@
 #
 #   docker build -t bdre:0.1.0 .
 
-# Build the project's wheel (the templates and static files are package data), so that the
-# final image holds the installed package and no source tree to shadow it.
+# Build the project's wheel (the templates, linked from bdre/templates, and the static files
+# are package data), so that the final image holds the installed package and no source tree
+# to shadow it.
 FROM python:3.11.14-slim-bookworm AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
@@ -15,6 +16,7 @@ COPY processes processes
 COPY batches batches
 COPY lineage lineage
 COPY alerts alerts
+COPY templates templates
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM python:3.11.14-slim-bookworm

@@ -72,9 +72,10 @@ ASGI_APPLICATION = "bdre.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        # The project's pages, inside the bdre package so that the wheel carries them. Named
-        # here as well as found through APP_DIRS so that its admin/ and registration/ pages
-        # come before those of django.contrib.admin, which is installed first.
+        # The project's pages: the top-level templates/, which bdre/templates links to so
+        # that the wheel carries them inside the package. Named here as well as found through
+        # APP_DIRS so that its admin/ and registration/ pages come before those of
+        # django.contrib.admin, which is installed first.
         "DIRS": [Path(__file__).resolve().parent / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {

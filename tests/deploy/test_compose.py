@@ -203,6 +203,8 @@ def test_the_image_is_built_from_every_package_of_the_project_and_starts_a_role(
     assert "alerts" in packages()
     for copied in packages():
         assert f"COPY {copied} {copied}" in DOCKERFILE
+    # The pages: bdre/templates links to them, and the wheel built in the image holds them.
+    assert "COPY templates templates" in DOCKERFILE
     assert "COPY pyproject.toml README.md ./" in DOCKERFILE
     assert "openjdk-17-jre-headless" in DOCKERFILE
     assert 'ENTRYPOINT ["python", "-m", "bdre.entrypoint"]' in DOCKERFILE
