@@ -9,12 +9,12 @@ ingest job queued files for it, and the daily summary as soon as the shred job q
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -24,7 +24,8 @@ from django.utils import timezone
 
 from batches.locations import team_landing
 from bdre.models import Membership, Role
-from processes import schedules
+from processes import demo_pipelines, schedules
+from processes.demo_pipelines import DAILY_QUERY, DEMO_APPLICATION
 from processes.models import (
     BusDomain,
     ExecState,
@@ -39,7 +40,6 @@ from processes.sample_events import EventFactory
 DEMO_USERNAME = "demo"
 DEMO_SUPERUSER = "demo-admin"
 DEMO_TEAM = "demo-team"
-DEMO_APPLICATION = "clickstream"
 DEMO_SCAN_SECONDS = 20
 
 
@@ -95,38 +95,6 @@ def _user(username: str, *, superuser: bool) -> tuple[User, str | None]:
     return create(username, f"{username}@example.com", password), password
 
 
-# The reference file's rules: what spark.cleanse keeps in default.pages, and why it sends a
-# row to default.pages_invalid.
-PAGE_RULES = [
-    {"name": "page_url", "type": "string", "required": True, "pattern": "^https://"},
-    {"name": "section", "type": "string", "required": True},
-    {"name": "price", "type": "double", "required": True},
-]
-
-
-# Only the shred batches the run consumed: each run counts its own input once, and a rebuilt
-# batch counts what it did.
-DAILY_QUERY = (
-    "SELECT to_date(collector_tstamp) AS day, count(*) AS page_views FROM atomic_events "
-    "WHERE event = 'page_view' AND batch_id IN ({batch_ids}) GROUP BY to_date(collector_tstamp)"
-)
-
-
-def _scan(landing: Path, include: str) -> dict[str, dict[str, str]]:
-    return {
-        "scan": {
-            "location": landing.as_uri(),
-            "include": include,
-            "min_age_seconds": "5",
-            # A file still being written holds the files after it back for 15 seconds at
-            # most, then the scan moves past it.
-            "hold_seconds": "15",
-            "max_files": "1000",
-            "reconcile_every": "10",
-        }
-    }
-
-
 @transaction.atomic
 def set_up_demo(*, scan_seconds: int | None = None) -> DemoSetup:
     """``scan_seconds`` sets the scans' timer (an existing one is kept when it is None; a
@@ -146,20 +114,63 @@ def set_up_demo(*, scan_seconds: int | None = None) -> DemoSetup:
             "deduplicated, summarised per day; the shop's page list, loaded and cleansed.",
         },
     )
-    landing = landing_folder(team)
-    ingest = _job(
+    pipeline = demo_pipelines.documents(
+        landing=landing_folder(team).as_uri(),
+        exports=export_folder(team).as_uri(),
+        scan_seconds=scan_seconds or DEMO_SCAN_SECONDS,
+    )
+    jobs = _demo_jobs(application, pipeline)
+    by_name = {job.name: job for job in jobs}
+    _bring_up_to_date(by_name)
+    _schedule(jobs, pipeline, keep_timers=scan_seconds is None)
+    return DemoSetup(
+        DEMO_USERNAME,
+        password,
+        team,
         application,
-        name="clickstream_ingest",
-        process_type_id=ProcessTypeId.INGESTION_JOB,
-        description="Registers new enriched-event files from the landing folder.",
-        steps=[
+        jobs,
+        superuser_password=superuser_password,
+    )
+
+
+def _demo_jobs(application: BusDomain, pipeline: list[dict[str, Any]]) -> list[Process]:
+    """The demo's jobs (each registered from its document unless it exists), upstream
+    before downstream: ingest, shred, daily, export, pages ingest, pages."""
+    types = {t.label: t.value for t in ProcessTypeId}
+    jobs: dict[str, Process] = {}
+    for document in pipeline:
+        steps = [
             StepSpec(
-                name="clickstream_ingest_scan",
-                process_type_id=ProcessTypeId.FILE_SCAN,
-                description="Marker listing of the landing folder's event files (*.tsv).",
-                properties=_scan(landing, "*.tsv"),
+                name=step["name"],
+                process_type_id=types[step["process_type"]],
+                description=step["description"],
+                can_recover=step["can_recover"],
+                upstream=[jobs[name].pk for name in step["upstream"]],
+                batch_cut_pattern=step["batch_cut_pattern"],
+                next=step["next"],
+                properties=step["properties"],
             )
-        ],
+            for step in document["steps"]
+        ]
+        jobs[document["name"]] = _job(
+            application,
+            name=document["name"],
+            process_type_id=types[document["process_type"]],
+            description=document["description"],
+            properties=document["properties"],
+            max_retries=document["max_retries"],
+            lease_seconds=document["lease_seconds"],
+            steps=steps,
+        )
+    return list(jobs.values())
+
+
+def _bring_up_to_date(jobs: dict[str, Process]) -> None:
+    """What an installation set up by an earlier demo lacks."""
+    ingest, shred, daily = (
+        jobs["clickstream_ingest"],
+        jobs["clickstream_shred"],
+        jobs["clickstream_daily"],
     )
     # An installation set up before the page list shares the folder: its scan keeps to the
     # event files from now on.
@@ -168,114 +179,6 @@ def set_up_demo(*, scan_seconds: int | None = None) -> DemoSetup:
         config_group="scan",
         key="include",
         defaults={"value": "*.tsv", "description": "the event files; pages-*.csv is not"},
-    )
-    shred = _job(
-        application,
-        name="clickstream_shred",
-        process_type_id=ProcessTypeId.LOAD_JOB,
-        description="Shreds enriched events into atomic events and contexts, deduplicated.",
-        steps=[
-            StepSpec(
-                name="clickstream_shred_events",
-                process_type_id=ProcessTypeId.SPARK_SHRED,
-                upstream=[ingest.pk],
-                description="Enriched TSV to atomic events with four dedup strategies.",
-                properties={
-                    "shred": {"atomic_table": "atomic_events"},
-                    "dedup": {
-                        "in_batch_natural": "true",
-                        "cross_batch_natural": "true",
-                        "in_batch_synthetic": "true",
-                        "cross_batch_synthetic": "true",
-                        "manifest": "database",
-                        "ttl_days": "180",
-                    },
-                },
-            )
-        ],
-    )
-    daily = _job(
-        application,
-        name="clickstream_daily",
-        process_type_id=ProcessTypeId.SEMANTIC_JOB,
-        description="Daily page-view summary, cut at the end-of-day batch.",
-        steps=[
-            StepSpec(
-                name="clickstream_daily_summary",
-                process_type_id=ProcessTypeId.SPARK_SQL,
-                upstream=[shred.pk],
-                batch_cut_pattern="EOD",
-                properties={
-                    "sql": {
-                        "output_table": "daily_page_views",
-                        "query": DAILY_QUERY,
-                    }
-                },
-            )
-        ],
-    )
-    export = _job(
-        application,
-        name="clickstream_daily_export",
-        process_type_id=ProcessTypeId.EXPORT_JOB,
-        description="Hands each daily summary to the reporting tools as CSV files.",
-        steps=[
-            StepSpec(
-                name="clickstream_daily_export_csv",
-                process_type_id=ProcessTypeId.SPARK_EXPORT,
-                upstream=[daily.pk],
-                description="daily_page_views, one folder of CSV files per batch.",
-                properties={
-                    "export": {
-                        "source_table": "default.daily_page_views",
-                        "format": "csv",
-                        "location": export_folder(team).as_uri(),
-                    }
-                },
-            )
-        ],
-    )
-    pages_ingest = _job(
-        application,
-        name="clickstream_pages_ingest",
-        process_type_id=ProcessTypeId.INGESTION_JOB,
-        description="Registers the shop's page lists from the landing folder.",
-        steps=[
-            StepSpec(
-                name="clickstream_pages_scan",
-                process_type_id=ProcessTypeId.FILE_SCAN,
-                description="Marker listing of the landing folder's page lists (pages-*.csv).",
-                properties=_scan(landing, "pages-*.csv"),
-            )
-        ],
-    )
-    pages = _job(
-        application,
-        name="clickstream_pages",
-        process_type_id=ProcessTypeId.LOAD_JOB,
-        description="Loads each page list and keeps its valid rows.",
-        steps=[
-            StepSpec(
-                name="clickstream_pages_load",
-                process_type_id=ProcessTypeId.SPARK_LOAD,
-                upstream=[pages_ingest.pk],
-                description="The CSV files as they are, into default.pages_raw.",
-                properties={"load": {"format": "csv", "table": "default.pages_raw"}},
-            ),
-            StepSpec(
-                name="clickstream_pages_cleanse",
-                process_type_id=ProcessTypeId.SPARK_CLEANSE,
-                description="Valid rows, typed, to default.pages; the others, with why.",
-                properties={
-                    "cleanse": {
-                        "source_table": "default.pages_raw",
-                        "clean_table": "default.pages",
-                        "invalid_table": "default.pages_invalid",
-                        "rules": json.dumps(PAGE_RULES),
-                    }
-                },
-            ),
-        ],
     )
     # An installation set up before the daily query read only its own batches: it counted
     # every shred batch again in each daily batch.
@@ -288,21 +191,19 @@ def set_up_demo(*, scan_seconds: int | None = None) -> DemoSetup:
         key="batch_marking",
         defaults={"value": "EOD", "description": "each shred batch closes a day for the demo"},
     )
-    for scanning in (ingest, pages_ingest):
-        if scan_seconds is not None or not schedules.schedule_of(scanning.pk).is_timed:
-            every = scan_seconds or DEMO_SCAN_SECONDS
-            schedules.set_schedule(scanning.pk, schedules.Schedule(every_seconds=every))
-    for job in (shred, daily, export, pages):
-        if not schedules.runs_on_upstream(job.pk):
+
+
+def _schedule(jobs: list[Process], pipeline: list[dict[str, Any]], *, keep_timers: bool) -> None:
+    """Each job's schedule as its document says: the scans on a timer (an existing timer is
+    kept when ``keep_timers``), every other job after its upstream."""
+    for job, document in zip(jobs, pipeline, strict=True):
+        wanted = document["schedule"]
+        if wanted.get(demo_pipelines.TIMER_KEY):
+            if not keep_timers or not schedules.schedule_of(job.pk).is_timed:
+                every = wanted[demo_pipelines.TIMER_KEY]
+                schedules.set_schedule(job.pk, schedules.Schedule(every_seconds=every))
+        elif wanted.get("on_upstream") and not schedules.runs_on_upstream(job.pk):
             schedules.set_schedule(job.pk, schedules.Schedule(on_upstream=True))
-    return DemoSetup(
-        DEMO_USERNAME,
-        password,
-        team,
-        application,
-        [ingest, pages_ingest, shred, pages, daily, export],
-        superuser_password=superuser_password,
-    )
 
 
 def export_folder(team: Group) -> Path:

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from batches.locations import team_landing
-from processes import demo
+from processes import demo, demo_pipelines, registry
 from processes.models import Process
 from tests.helpers.admin import url
 from tests.helpers.demo_runs import JOBS
@@ -28,6 +28,26 @@ def test_demo_command_prints_the_login_once_and_is_idempotent(capsys):
     assert match.group(1) not in second
     assert "password unchanged" in second
     assert Process.objects.filter(parent__isnull=True).count() == len(JOBS)
+
+
+def test_the_demo_is_its_pipeline_documents_as_export_job_gives_them_back():
+    """The demo registers its jobs from documents in the pipeline format: exporting what it
+    registered gives the same documents, so they import elsewhere as they are."""
+    setup = demo.set_up_demo(scan_seconds=7)
+    documents = demo_pipelines.documents(
+        landing=demo.landing_folder(setup.team).as_uri(),
+        exports=demo.export_folder(setup.team).as_uri(),
+        scan_seconds=7,
+    )
+    assert [d["name"] for d in documents] == [j.name for j in setup.jobs]
+    assert [j.pk for j in setup.jobs] == sorted(j.pk for j in setup.jobs)  # upstream first
+    for job, document in zip(setup.jobs, documents, strict=True):
+        exported = registry.export_job(job)
+        schedule = exported.pop("schedule")
+        wanted = dict(document)
+        expected_schedule = wanted.pop("schedule")
+        assert exported == wanted
+        assert {k: schedule[k] for k in expected_schedule} == expected_schedule
 
 
 def test_demo_pipeline_links_ingest_to_shred_to_daily():
