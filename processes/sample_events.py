@@ -82,27 +82,7 @@ class EventFactory:
             # Quotes inside a field: a CSV reader would merge fields here.
             "page_title": f'"Deal" of the day {self.rng.randrange(50)} - 20" TV',
             "useragent": 'Mozilla/5.0 (X11; Linux x86_64) "Test"',
-            "contexts": json.dumps(
-                {
-                    "schema": CONTEXTS_SCHEMA,
-                    "data": [
-                        {
-                            "schema": PAGE_SCHEMA,
-                            "data": {"category": self.rng.choice(["news", "tv"])},
-                        },
-                        *(
-                            [
-                                {
-                                    "schema": USER_SCHEMA,
-                                    "data": {"tier": "gold", "age": self.rng.randrange(18, 90)},
-                                }
-                            ]
-                            if self.rng.random() < 0.5
-                            else []
-                        ),
-                    ],
-                }
-            ),
+            "contexts": self._contexts(),
             "derived_contexts": json.dumps(
                 {
                     "schema": CONTEXTS_SCHEMA,
@@ -110,29 +90,39 @@ class EventFactory:
                 }
             ),
         }
-        if kind == "struct":
-            values.update(
-                se_category="cart", se_action="add", se_value=str(self.rng.randrange(100))
-            )
-        if kind == "unstruct":
-            values["unstruct_event"] = json.dumps(
-                {
-                    "schema": UNSTRUCT_SCHEMA,
-                    "data": {
-                        "schema": LINK_CLICK_SCHEMA,
-                        "data": {"targetUrl": "https://x.example"},
-                    },
-                }
-            )
-            values.update(
-                event_vendor="com.snowplowanalytics.snowplow",
-                event_name="link_click",
-                event_format="jsonschema",
-                event_version="1-0-1",
-            )
+        values.update(self._fields_of(kind))
         if fingerprint:
             values["event_fingerprint"] = fingerprint_of(values)
         return values
+
+    def _contexts(self) -> str:
+        """A page context, and a user context every other event or so (the generator's
+        draws in the order they always were: the sample files stay the same)."""
+        contexts = [{"schema": PAGE_SCHEMA, "data": {"category": self.rng.choice(["news", "tv"])}}]
+        if self.rng.random() < 0.5:
+            age = self.rng.randrange(18, 90)
+            contexts.append({"schema": USER_SCHEMA, "data": {"tier": "gold", "age": age}})
+        return json.dumps({"schema": CONTEXTS_SCHEMA, "data": contexts})
+
+    def _fields_of(self, kind: str) -> dict[str, str]:
+        """What a structured event (its category, action, value) or a self-describing one
+        (a link click) adds."""
+        if kind == "struct":
+            return {
+                "se_category": "cart",
+                "se_action": "add",
+                "se_value": str(self.rng.randrange(100)),
+            }
+        if kind == "unstruct":
+            link_click = {"schema": LINK_CLICK_SCHEMA, "data": {"targetUrl": "https://x.example"}}
+            return {
+                "unstruct_event": json.dumps({"schema": UNSTRUCT_SCHEMA, "data": link_click}),
+                "event_vendor": "com.snowplowanalytics.snowplow",
+                "event_name": "link_click",
+                "event_format": "jsonschema",
+                "event_version": "1-0-1",
+            }
+        return {}
 
     def batch(
         self,

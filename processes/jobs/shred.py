@@ -215,6 +215,18 @@ def without(rows: DataFrame, dropped: DataFrame) -> DataFrame:
     return rows.join(F.broadcast(dropped.select(ROW)), ROW, "left_anti")
 
 
+def _seen_ids(seen: DataFrame) -> DataFrame:
+    """Per event id other runs recorded: their pairs, those recorded before this run first
+    did, and whether any was."""
+    return seen.groupBy("event_hash").agg(
+        F.collect_set("pair_hash").alias("_seen_pairs"),
+        # A run rebuilt after later runs recorded its ids keeps them: the later ones are
+        # the duplicates (collect_set skips the NULLs of the later ones).
+        F.collect_set(F.when(F.col("earlier"), F.col("pair_hash"))).alias("_earlier_pairs"),
+        F.max(F.col("earlier").cast("int")).alias("_earlier"),
+    )
+
+
 def decide(
     relevant: DataFrame,
     seen: DataFrame,
@@ -243,15 +255,8 @@ def decide(
     All of it is windows over the event id on the small ``relevant`` frame, in one plan: a
     frame per step, each broadcast into the next, would cost more in jobs, plans and
     generated classes than the work itself."""
-    seen_ids = seen.groupBy("event_hash").agg(
-        F.collect_set("pair_hash").alias("_seen_pairs"),
-        # A run rebuilt after later runs recorded its ids keeps them: the later ones are
-        # the duplicates (collect_set skips the NULLs of the later ones).
-        F.collect_set(F.when(F.col("earlier"), F.col("pair_hash"))).alias("_earlier_pairs"),
-        F.max(F.col("earlier").cast("int")).alias("_earlier"),
-    )
     lines = relevant.select(ROW, *KEYS, *HASHES, "etl_tstamp", "_hash", "source_file").join(
-        F.broadcast(seen_ids), "event_hash", "left"
+        F.broadcast(_seen_ids(seen)), "event_hash", "left"
     )
     natural = F.col("_natural")
     hit = F.col("_seen_pairs").isNotNull() & ~natural

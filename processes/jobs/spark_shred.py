@@ -248,6 +248,25 @@ def lineage(
     )
 
 
+def _models(entities: DataFrame) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The table of each model the entities hold, with the schemas (``vendor/name/version``)
+    that land in it, and the JSON columns they came from (for the lineage: the same query, a
+    few rows more)."""
+    versions = entities.select(
+        "schema_vendor", "schema_name", "schema_version", "source_column"
+    ).distinct()
+    models: dict[str, list[str]] = {}
+    json_sources: dict[str, list[str]] = {}
+    for vendor, name, version, column in versions.collect():
+        table = shred.table_name(vendor, name, version)
+        schemas = models.setdefault(table, [])
+        if f"{vendor}/{name}/{version}" not in schemas:
+            schemas.append(f"{vendor}/{name}/{version}")
+        if column not in json_sources.setdefault(table, []):
+            json_sources[table].append(column)
+    return models, json_sources
+
+
 @register("spark.shred")
 def spark_shred(context: StepContext) -> Counters:
     props = context.properties("shred")
@@ -278,19 +297,7 @@ def spark_shred(context: StepContext) -> Counters:
     )
     parsed = shred.all_entities(result.events).cache()
     entities = shred.entities(parsed)
-    # With the JSON column each came from, for the lineage: the same query, a few rows more.
-    versions = entities.select(
-        "schema_vendor", "schema_name", "schema_version", "source_column"
-    ).distinct()
-    models: dict[str, list[str]] = {}
-    json_sources: dict[str, list[str]] = {}
-    for vendor, name, version, column in versions.collect():
-        table = shred.table_name(vendor, name, version)
-        schemas = models.setdefault(table, [])
-        if f"{vendor}/{name}/{version}" not in schemas:
-            schemas.append(f"{vendor}/{name}/{version}")
-        if column not in json_sources.setdefault(table, []):
-            json_sources[table].append(column)
+    models, json_sources = _models(entities)
     # One write per model: every version of it (1-0-0 and 1-0-1) lands in its table at once,
     # each row with its schema_version. A write per version replaced the one before it.
     for table, schemas in sorted(models.items()):
