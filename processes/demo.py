@@ -34,7 +34,7 @@ from processes.models import (
     ProcessTypeId,
     Property,
 )
-from processes.registry import StepSpec, create_job
+from processes.registry import JobSpec, StepSpec, register_pipeline
 from processes.sample_events import EventFactory
 
 DEMO_USERNAME = "demo"
@@ -134,33 +134,44 @@ def set_up_demo(*, scan_seconds: int | None = None) -> DemoSetup:
 
 
 def _demo_jobs(application: BusDomain, pipeline: list[dict[str, Any]]) -> list[Process]:
-    """The demo's jobs (each registered from its document unless it exists), upstream
-    before downstream: ingest, shred, daily, export, pages ingest, pages."""
+    """The demo's jobs, upstream before downstream: each registered from its document
+    through the import service (``register_pipeline``, as ``import_job`` and the API's
+    import call it) unless it exists."""
     types = {t.label: t.value for t in ProcessTypeId}
     jobs: dict[str, Process] = {}
     for document in pipeline:
+        name = document["name"]
+        existing = Process.objects.filter(
+            bus_domain=application, parent=None, name=name, deleted=False
+        ).first()
+        if existing is not None:
+            jobs[name] = existing
+            continue
         steps = [
             StepSpec(
                 name=step["name"],
                 process_type_id=types[step["process_type"]],
                 description=step["description"],
                 can_recover=step["can_recover"],
-                upstream=[jobs[name].pk for name in step["upstream"]],
+                upstream=[jobs[upstream].pk for upstream in step["upstream"]],
                 batch_cut_pattern=step["batch_cut_pattern"],
                 next=step["next"],
                 properties=step["properties"],
             )
             for step in document["steps"]
         ]
-        jobs[document["name"]] = _job(
-            application,
-            name=document["name"],
-            process_type_id=types[document["process_type"]],
-            description=document["description"],
-            properties=document["properties"],
-            max_retries=document["max_retries"],
-            lease_seconds=document["lease_seconds"],
-            steps=steps,
+        jobs[name] = register_pipeline(
+            JobSpec(
+                name=name,
+                bus_domain=application,
+                process_type_id=types[document["process_type"]],
+                steps=steps,
+                description=document["description"],
+                properties=document["properties"],
+                max_retries=document["max_retries"],
+                lease_seconds=document["lease_seconds"],
+                schedule=schedules.Schedule(**document["schedule"]),
+            )
         )
     return list(jobs.values())
 
@@ -425,12 +436,3 @@ def pages_loaded(setup: DemoSetup) -> bool:
     return InstanceExec.objects.filter(
         process=setup.pages, exec_state_id=ExecState.SUCCESS
     ).exists()
-
-
-def _job(application: BusDomain, **kwargs: object) -> Process:
-    existing = Process.objects.filter(
-        bus_domain=application, parent=None, name=kwargs["name"], deleted=False
-    ).first()
-    if existing is not None:
-        return existing
-    return create_job(bus_domain=application, **kwargs)  # type: ignore[arg-type]
