@@ -10,7 +10,7 @@
   the tables. A name the team does not own and that is shared with it is
   refused (read-only); any other name becomes a table of the team's own.
 
-Used by the Spark kinds (``processes.jobs.spark_io``, ``spark_sql``), lineage
+Used by the Spark kinds (``processes.step_kinds.spark_io``, ``spark_sql``), lineage
 (``known_schema`` callers, OpenLineage datasets) and the API."""
 
 from __future__ import annotations

@@ -99,7 +99,7 @@ class ConnectServer(Daemons):
         """The server's address for a client, with its token. PySpark's own client sends a
         token only over TLS or to a server it calls ``localhost`` (no TLS): so the
         loopback address is named so. BDRE's workers send it either way
-        (``processes.jobs.spark_session.connect_channel``)."""
+        (``processes.step_kinds.spark_session.connect_channel``)."""
         if not self.token:
             return f"sc://{self.host}:{self.port}"
         host = "localhost" if self.host == "127.0.0.1" else self.host

@@ -72,10 +72,10 @@ def shred_child(work: Path, rounds: int, manifest_rows: int) -> dict[str, Any]:
     from django.conf import settings
     from pyspark.sql import functions as F
 
-    from processes.jobs import shred
-    from processes.jobs.manifest import ParquetManifest
-    from processes.jobs.spark_session import application_id, get_spark
-    from processes.jobs.spark_shred import STRATEGIES, shred_and_dedupe
+    from processes.step_kinds import shred
+    from processes.step_kinds.manifest import ParquetManifest
+    from processes.step_kinds.spark_session import application_id, get_spark
+    from processes.step_kinds.spark_shred import STRATEGIES, shred_and_dedupe
 
     data = json.loads((work / "data" / "earlier.json").read_text())
     path = work / "data" / "landing" / "events.tsv"
@@ -139,7 +139,7 @@ def coldwarm_child(work: Path) -> dict[str, Any]:
     began = time.perf_counter()
     from pyspark.sql import functions as F
 
-    from processes.jobs.spark_session import get_spark
+    from processes.step_kinds.spark_session import get_spark
 
     spark = get_spark()
     session_s = time.perf_counter() - began
@@ -475,7 +475,7 @@ def main() -> None:
 
     django.setup()
     from bdre import spark_cluster
-    from processes.jobs.spark_session import session_conf
+    from processes.step_kinds.spark_session import session_conf
 
     results: dict[str, Any] = {"shred": {}, "demo": {}, "coldwarm": {}, "targets": {}, "load": {}}
     print(f"generating {args.events:,} events ...", file=sys.stderr, flush=True)

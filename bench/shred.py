@@ -74,7 +74,7 @@ def expected_counters(lines: list[str], earlier: list[tuple[str, str]]) -> dict[
     duplicates, a synthetic pair flags both its events.)"""
     from collections import Counter
 
-    from processes.jobs.enriched_fields import INDEX
+    from processes.step_kinds.enriched_fields import INDEX
 
     id_at, fingerprint_at = INDEX["event_id"], INDEX["event_fingerprint"]
     good = []
@@ -104,10 +104,10 @@ def child(events: int, manifest_rows: int, cas_sample: int, full: bool = True) -
     from django.db import connection
     from pyspark.sql import functions as F
 
-    from processes.jobs import shred
-    from processes.jobs.manifest import ParquetManifest
-    from processes.jobs.spark_session import get_spark
-    from processes.jobs.spark_shred import STRATEGIES, shred_and_dedupe
+    from processes.step_kinds import shred
+    from processes.step_kinds.manifest import ParquetManifest
+    from processes.step_kinds.spark_session import get_spark
+    from processes.step_kinds.spark_shred import STRATEGIES, shred_and_dedupe
 
     call_command("migrate", verbosity=0)
     shutil.rmtree(WORK, ignore_errors=True)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from processes.jobs import Counters, StepContext
+from processes.step_kinds import Counters, StepContext
 
 
 def noop(context: StepContext) -> Counters:

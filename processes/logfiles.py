@@ -4,7 +4,7 @@ A step run's file is ``<BDRE_LOG_DIR>/run-<job run id>/step-<step run id>.log``:
 the run's ids alone, so nothing about it is stored in the database. While the step runs,
 :func:`capture` makes that file the destination of everything the step's thread says:
 every Python log record (BDRE's, the callable's, PySpark's), what it prints on stdout and
-stderr, the Spark progress lines of ``processes.jobs.spark_progress``, and the traceback
+stderr, the Spark progress lines of ``processes.step_kinds.spark_progress``, and the traceback
 that ends a failed step. The destination is a context variable, so two steps running in
 threads of one worker never write into each other's file.
 

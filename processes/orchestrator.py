@@ -30,9 +30,9 @@ from django.utils import timezone
 
 from bdre.errors import BdreError, Code
 from bdre.jsonlog import run_context
-from processes import jobs, lifecycle, logfiles
-from processes.jobs import checks
+from processes import lifecycle, logfiles, step_kinds
 from processes.models import ExecState, InstanceExec, Process, Trigger
+from processes.step_kinds import checks
 from processes.workflow import predecessors, steps_in_order
 
 log = logging.getLogger(__name__)
@@ -235,7 +235,7 @@ class Heartbeat:
             # Cancel again at every beat until the step gives up: a Spark job the step
             # submits after a cancellation would otherwise run to its end.
             while self.lost.is_set():
-                jobs.cancel_running_work()
+                step_kinds.cancel_running_work()
                 if self._stop.wait(self.every):
                     break
         finally:
@@ -279,7 +279,7 @@ def execute_step(
             return StepOutcome(step_id, "skipped", error=exc.message)
         raise
     batches = lifecycle.step_batches(target_batch_id, step)
-    context = jobs.StepContext(
+    context = step_kinds.StepContext(
         step=step,
         job_run_id=job_run_id,
         step_run_id=step_run,
@@ -292,7 +292,7 @@ def execute_step(
         try:
             with logfiles.capture(job_run_id, step_run, step.name):
                 checks.check_step_run(context)
-                counters = jobs.run_step(context)
+                counters = step_kinds.run_step(context)
         except BaseException as exc:  # any failure, a time limit included, fails the run
             error = f"{type(exc).__name__}: {exc}"
             if beat.lost.is_set():

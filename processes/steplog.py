@@ -1,5 +1,5 @@
 """A step's log lines, written where its run is (``ProcessLog``) and to the Python log.
-Used by the step kinds (``processes.jobs``) and by services below them (the ingestion scan),
+Used by the step kinds (``processes.step_kinds``) and by services below them (the ingestion scan),
 which must not import the kinds."""
 
 from __future__ import annotations

@@ -229,7 +229,7 @@ def spark(tmp_path_factory):
     cluster or Connect server ``BDRE_TEST_SPARK`` names."""
     from pyspark.sql import SparkSession
 
-    from processes.jobs.spark_conf import SANDBOX_CONF
+    from processes.step_kinds.spark_conf import SANDBOX_CONF
 
     if TEST_SPARK.startswith("sc://"):
         # A Connect server has its static settings (the sandbox's, the warehouse) from its
@@ -267,7 +267,7 @@ def spark(tmp_path_factory):
                 "spark.executor.memory": "1g",
             }
         )
-    # The S3A connector as the workers have it (tests/processes/jobs/test_s3a.py): fetched
+    # The S3A connector as the workers have it (tests/processes/step_kinds/test_s3a.py): fetched
     # into BDRE_SPARK_JARS_DIR once (make s3a-jars), then on every session's classpath.
     builder = builder.config(map=s3a_test_conf())
     session = builder.getOrCreate()
@@ -280,7 +280,7 @@ def s3a_test_conf() -> dict[str, str]:
     from django.conf import settings
 
     from bdre import s3a_jars
-    from processes.jobs.spark_session import s3a_conf
+    from processes.step_kinds.spark_session import s3a_conf
 
     if not settings.BDRE_SPARK_JARS_DIR:
         S3A_MISSING.append("BDRE_SPARK_JARS_DIR is empty")

@@ -310,7 +310,7 @@ def catalog_conf() -> dict[str, str]:
 def catalog_session() -> SparkSession:
     """A classic SparkSession on the published catalog for the sync: ``local[1]`` (it only
     lists folders and runs DDL), the installation's ``SPARK_CONF`` (object store
-    credentials), then the metastore's settings. Not ``processes.jobs.spark_session``'s
+    credentials), then the metastore's settings. Not ``processes.step_kinds.spark_session``'s
     session: that one is the steps' sandbox, with an in-memory catalog. Stop it when done:
     an embedded Derby metastore admits one JVM at a time."""
     from pyspark.sql import SparkSession

@@ -17,7 +17,7 @@ a file, maybe in another team's folder, that the location check cannot see) and 
 is not a regular file (a symbolic link, FIFO, socket, device) are passed over, counted
 (``skipped_hard_link``, ``skipped_not_regular``) and logged (``not_own_file``); like a name
 Spark would read as a pattern, they never hold the marker. The file is checked again on what
-is opened to hash it, and the load checks it once more (``processes.jobs.spark_io``).
+is opened to hash it, and the load checks it once more (``processes.step_kinds.spark_io``).
 
 A key that appears below the marker (a rename, a late upload) is found by the reconciliation
 listing, every ``reconcile_every`` scans or on demand, and counted as late.

@@ -12,8 +12,8 @@ from django.db import transaction
 from django.db.models import CharField
 
 from bdre.sql_parse import StatementTooDeep
-from processes.jobs import checks
 from processes.models import SCHEDULE_GROUP, Process, Property
+from processes.step_kinds import checks
 
 Properties = Mapping[str, Mapping[str, str]]  # config_group -> key -> value
 

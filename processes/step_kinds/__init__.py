@@ -23,13 +23,13 @@ StepBody = Callable[["StepContext"], Counters]
 
 # kind -> module that registers it
 KIND_MODULES = {
-    "ingest.scan": "processes.jobs.ingest_scan",
-    "python.callable": "processes.jobs.python_callable",
-    "spark.shred": "processes.jobs.spark_shred",
-    "spark.load": "processes.jobs.spark_load",
-    "spark.cleanse": "processes.jobs.spark_cleanse",
-    "spark.sql": "processes.jobs.spark_sql",
-    "spark.export": "processes.jobs.spark_export",
+    "ingest.scan": "processes.step_kinds.ingest_scan",
+    "python.callable": "processes.step_kinds.python_callable",
+    "spark.shred": "processes.step_kinds.spark_shred",
+    "spark.load": "processes.step_kinds.spark_load",
+    "spark.cleanse": "processes.step_kinds.spark_cleanse",
+    "spark.sql": "processes.step_kinds.spark_sql",
+    "spark.export": "processes.step_kinds.spark_export",
 }
 _REGISTRY: dict[str, StepBody] = {}
 
@@ -93,7 +93,7 @@ def _session_for(kind: str, context: StepContext) -> AbstractContextManager[obje
     kinds never import PySpark."""
     if not kind.startswith("spark."):
         return nullcontext()
-    from processes.jobs.spark_progress import logged_step_session
+    from processes.step_kinds.spark_progress import logged_step_session
 
     return logged_step_session(context)
 
@@ -101,6 +101,6 @@ def _session_for(kind: str, context: StepContext) -> AbstractContextManager[obje
 def cancel_running_work() -> None:
     """Cancel the Spark jobs of this worker process (a step whose run was terminated). Only
     when this process has a Spark session: it never starts one, nor imports PySpark."""
-    session_module = sys.modules.get("processes.jobs.spark_session")
+    session_module = sys.modules.get("processes.step_kinds.spark_session")
     if session_module is not None:
         session_module.cancel_all()

@@ -10,11 +10,11 @@ from django.conf import settings
 
 from batches.locations import LocationRefused, TeamStorage, check_step_locations
 from batches.tables import TableNotWritable, check_name, split_name
-from processes.jobs import StepContext
-from processes.jobs.python_callable import RefusedCallable, resolve
-from processes.jobs.spark_conf import RefusedSparkOption, check_spark_queue, step_options
-from processes.jobs.sql_guard import RefusedStatement, check_query
 from processes.models import Property, grouped_properties
+from processes.step_kinds import StepContext
+from processes.step_kinds.python_callable import RefusedCallable, resolve
+from processes.step_kinds.spark_conf import RefusedSparkOption, check_spark_queue, step_options
+from processes.step_kinds.sql_guard import RefusedStatement, check_query
 
 
 class RefusedManifestName(ValueError):

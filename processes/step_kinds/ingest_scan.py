@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from batches.ingest.scan import scan
-from processes.jobs import Counters, StepContext, register
+from processes.step_kinds import Counters, StepContext, register
 
 
 @register("ingest.scan")

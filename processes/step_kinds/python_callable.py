@@ -18,7 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from processes.jobs import Counters, StepContext, register
+from processes.step_kinds import Counters, StepContext, register
 
 DOTTED_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\Z")
 

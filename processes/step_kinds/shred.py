@@ -24,7 +24,7 @@ import re
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from processes.jobs.enriched_fields import ATOMIC_FIELDS, FIELDS
+from processes.step_kinds.enriched_fields import ATOMIC_FIELDS, FIELDS
 
 DUPLICATE_SCHEMA = "iglu:com.snowplowanalytics.snowplow/duplicate/jsonschema/1-0-0"
 CONTEXTS_SCHEMA = "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-1"

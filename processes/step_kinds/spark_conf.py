@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 # Spark's own half of the Spark SQL sandbox (docs/security.md), behind
-# ``processes.jobs.sql_guard``: a statement the guard let through still cannot read files by
+# ``processes.step_kinds.sql_guard``: a statement the guard let through still cannot read files by
 # path, run a program or call a Java method. restrictedMode is static (a session cannot turn
 # it off; runSQLOnFiles it could, which is why the guard refuses SET).
 SANDBOX_CONF = {

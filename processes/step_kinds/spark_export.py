@@ -17,9 +17,9 @@ from pyspark.sql import functions as F
 
 from batches.locations import spark_path
 from lineage.steps import StepLineage, Write, jdbc_name, table_name
-from processes.jobs import Counters, StepContext, register
-from processes.jobs.spark_io import input_batches, read_table, record_lineage, start
-from processes.jobs.spark_session import get_spark
+from processes.step_kinds import Counters, StepContext, register
+from processes.step_kinds.spark_io import input_batches, read_table, record_lineage, start
+from processes.step_kinds.spark_session import get_spark
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,10 @@ from batches import tables
 from batches.locations import LocationRefused, TeamStorage, spark_path
 from batches.models import HiveTable
 from lineage.steps import StepLineage, folder_of, record_step
-from processes.jobs import StepContext
-from processes.jobs.spark_conf import STEP_GROUP
-from processes.jobs.spark_session import (
+from processes.models import InstanceExec
+from processes.step_kinds import StepContext
+from processes.step_kinds.spark_conf import STEP_GROUP
+from processes.step_kinds.spark_session import (
     application_id,
     effective_conf,
     get_spark,
@@ -23,7 +24,6 @@ from processes.jobs.spark_session import (
     step_conf,
     ui_url,
 )
-from processes.models import InstanceExec
 
 BATCH_COLUMN = "batch_id"
 

@@ -11,15 +11,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lineage.steps import StepLineage, Write, table_name
-from processes.jobs import Counters, StepContext, register
-from processes.jobs.spark_io import (
+from processes.step_kinds import Counters, StepContext, register
+from processes.step_kinds.spark_io import (
     input_folders,
     readable_files,
     record_lineage,
     start,
     write_batch,
 )
-from processes.jobs.spark_session import get_spark
+from processes.step_kinds.spark_session import get_spark
 
 FORMATS = ("csv", "tsv", "json", "parquet", "text")
 CORRUPT = "_corrupt_record"

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from processes.jobs import StepContext
-from processes.jobs.spark_session import application_id, is_connect
+from processes.step_kinds import StepContext
+from processes.step_kinds.spark_session import application_id, is_connect
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -145,7 +145,7 @@ def _connect_progress(spark: SparkSession) -> Iterator[None]:
 @contextmanager
 def logged_step_session(context: StepContext) -> Iterator[SparkSession]:
     """``spark_io.step_session`` with the step's Spark work logged."""
-    from processes.jobs.spark_io import step_session
+    from processes.step_kinds.spark_io import step_session
 
     with step_session(context) as spark, progress_logged(spark, context):
         yield spark

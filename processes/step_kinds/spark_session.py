@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from processes.jobs.spark_conf import (
+from processes.step_kinds.spark_conf import (
     NOT_CONFIGURABLE,
     SANDBOX_CONF,
     STEP_GROUP,
@@ -235,7 +235,7 @@ class _JvmPopenKwargs(dict[str, Any]):
     Celery thread) for the seconds a JVM takes to start; a launcher of our own would copy
     PySpark's handshake with the JVM (its connection file, its secret, its imports) and drift
     from it. PySpark changing how it passes ``env`` fails the environ test
-    (tests/processes/jobs/test_spark_jvm_env.py), not silently."""
+    (tests/processes/step_kinds/test_spark_jvm_env.py), not silently."""
 
     def __setitem__(self, key: str, value: Any) -> None:
         if key == "env":

@@ -28,10 +28,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lineage.steps import StepLineage, Write, table_name
-from processes.jobs import Counters, StepContext, register, shred
-from processes.jobs.enriched_fields import FIELDS, JSON_FIELDS
-from processes.jobs.manifest import Manifest, open_manifest
-from processes.jobs.spark_io import (
+from processes.step_kinds import Counters, StepContext, register, shred
+from processes.step_kinds.enriched_fields import FIELDS, JSON_FIELDS
+from processes.step_kinds.manifest import Manifest, open_manifest
+from processes.step_kinds.spark_io import (
     input_folders,
     readable_files,
     record_lineage,
@@ -39,7 +39,7 @@ from processes.jobs.spark_io import (
     team_of,
     write_batch,
 )
-from processes.jobs.spark_session import get_spark
+from processes.step_kinds.spark_session import get_spark
 
 logger = logging.getLogger(__name__)
 

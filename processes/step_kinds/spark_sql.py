@@ -12,8 +12,8 @@ The statement is kept as a ``LineageQuery`` of the run and its column lineage ex
 against the schemas of the tables it can read (``lineage.extract``); a statement the lineage
 parser cannot read keeps the reason, and the step runs all the same.
 
-Only one query runs (``processes.jobs.sql_guard``, docs/security.md): the rendered statement is
-checked before anything else, and a refused one fails the run with the reason.
+Only one query runs (``processes.step_kinds.sql_guard``, docs/security.md): the rendered
+statement is checked before anything else, and a refused one fails the run with the reason.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from batches import tables
 from bdre.sql_parse import StatementTooDeep
 from lineage.extract import record_query
 from lineage.models import LineageQuery, QueryKind
-from processes.jobs import Counters, StepContext, register
-from processes.jobs.spark_io import input_batches, start, team_of, write_batch
-from processes.jobs.spark_session import get_spark
-from processes.jobs.sql_guard import RefusedStatement, check_statement, render
+from processes.step_kinds import Counters, StepContext, register
+from processes.step_kinds.spark_io import input_batches, start, team_of, write_batch
+from processes.step_kinds.spark_session import get_spark
+from processes.step_kinds.sql_guard import RefusedStatement, check_statement, render
 
 
 def register_tables(spark: SparkSession, team_id: int) -> list[str]:

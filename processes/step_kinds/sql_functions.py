@@ -1,14 +1,15 @@
 """The Spark SQL functions a ``spark.sql`` step may call, and those it may not with the reason
-(docs/sql.md, processes.jobs.sql_guard).
+(docs/sql.md, processes.step_kinds.sql_guard).
 
 An allowlist: a function Spark has that is in neither table is refused by the guard as "not in
-the allowed functions", and the completeness test (tests/processes/jobs/test_sql_functions_spark.py)
-fails for it, so that a Spark upgrade cannot add a function a team reaches without anyone
-deciding on it. To allow a function, add it to its kind in :data:`KINDS` (and, if it takes an
-options map or a schema, a rule in :data:`RULES`); the completeness test then runs it on
+the allowed functions", and the completeness test
+(tests/processes/step_kinds/test_sql_functions_spark.py) fails for it, so that a Spark upgrade
+cannot add a function a team reaches without anyone deciding on it. To allow a function, add
+it to its kind in :data:`KINDS` (and, if it takes an options map or a schema, a rule in
+:data:`RULES`); the completeness test then runs it on
 literals (Spark's own example from ``DESCRIBE FUNCTION EXTENDED``, or one in the test's
 ``CALLS``) through the guard and through Spark. docs/sql.md holds :func:`markdown_lists` (a
-test keeps it so): ``manage.py shell -c "from processes.jobs.sql_functions import
+test keeps it so): ``manage.py shell -c "from processes.step_kinds.sql_functions import
 markdown_lists; print(markdown_lists())"`` prints them.
 """
 

@@ -8,8 +8,8 @@ which read files, fetch URLs or call Java methods, and clauses that run programs
 an allowlist, never a list of what someone thought of: :func:`check_statement` accepts a
 statement only if every node of its tree is of a kind in :data:`ALLOWED_NODES` and every
 function it calls is in ``sql_functions.ALLOWED`` with its argument rule kept; anything else
-is refused by name. It runs at registration (``processes.jobs.checks``: a 400 on the
-property) and again when the step runs (``processes.jobs.spark_sql``: the run fails with the
+is refused by name. It runs at registration (``processes.step_kinds.checks``: a 400 on the
+property) and again when the step runs (``processes.step_kinds.spark_sql``: the run fails with the
 reason), since a property can change behind the registry's back.
 
 The statement checked is the statement Spark runs: ``${`` is refused (Spark's variable
@@ -23,7 +23,7 @@ statement sqlglot cannot parse, or anything but a query, is refused), and layers
 it when the step runs: Spark's own grammar must read the statement as a query
 (``spark_sql.check_with_spark``), and the session is built with the settings that disable
 path-based sources, script transforms, reflection and variable substitution
-(``processes.jobs.spark_session``).
+(``processes.step_kinds.spark_session``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from bdre import sql_parse
-from processes.jobs.sql_functions import ALLOWED, HINTS, REFUSED, Options
+from processes.step_kinds.sql_functions import ALLOWED, HINTS, REFUSED, Options
 
 DIALECT = "spark"
 ASK = "not in the allowed functions (docs/sql.md); ask your installation's admin"

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from bdre import spark_cluster
-from processes.jobs.spark_conf import SANDBOX_CONF
-from processes.jobs.spark_session import connect_channel, effective_conf
+from processes.step_kinds.spark_conf import SANDBOX_CONF
+from processes.step_kinds.spark_session import connect_channel, effective_conf
 from tests.helpers.jvm_env import SECRETS, command_line, environ, secrets_in
 
 pytestmark = pytest.mark.cluster
@@ -106,7 +106,7 @@ WORKER_RUN = """
 import django
 django.setup()
 from pyspark.sql import functions as F
-from processes.jobs.spark_session import get_spark, is_connect
+from processes.step_kinds.spark_session import get_spark, is_connect
 session = get_spark()
 # pyspark.sql.functions too, as the steps call them: they pick the Connect implementation only
 # in a process marked as a Connect client's (the demo's steps failed on an assert without it).

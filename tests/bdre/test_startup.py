@@ -16,11 +16,11 @@ def test_start_up_modules_do_not_import_pyspark():
         "import django, sys\n"
         "django.setup()\n"
         "import bdre.urls, bdre.celery, processes.admin, processes.orchestrator, "
-        "processes.jobs, processes.registry, processes.jobs.checks, batches.admin, "
+        "processes.step_kinds, processes.registry, processes.step_kinds.checks, batches.admin, "
         "batches.ingest.scan, lineage.admin\n"
-        "from processes import jobs\n"
-        "jobs.get('ingest.scan'); jobs.get('python.callable')\n"
-        "print(sorted(m for m in ('pyspark', 'processes.jobs.spark_session') "
+        "from processes import step_kinds\n"
+        "step_kinds.get('ingest.scan'); step_kinds.get('python.callable')\n"
+        "print(sorted(m for m in ('pyspark', 'processes.step_kinds.spark_session') "
         "if m in sys.modules))\n"
     )
     result = subprocess.run(

@@ -20,7 +20,7 @@ def connect_server(tmp_path_factory, standalone):
     """A Connect server whose application runs on the cluster with one of its two cores, so
     that a standalone application can run beside it. Its static settings are BDRE's: the
     Spark SQL sandbox's, which no client can turn off."""
-    from processes.jobs.spark_session import session_conf
+    from processes.step_kinds.spark_session import session_conf
 
     work = tmp_path_factory.mktemp("spark-connect")
     # What a worker's own session would be built with (the sandbox's static settings, one

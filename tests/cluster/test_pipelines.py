@@ -44,7 +44,7 @@ def run_spark_tests(
     env.setdefault("BDRE_SPARK_JARS_DIR", settings.BDRE_SPARK_JARS_DIR)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m",
-         f"spark and not worker and not cluster and ({selection})", "tests/processes/jobs"],
+         f"spark and not worker and not cluster and ({selection})", "tests/processes/step_kinds"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500,
     )  # fmt: skip
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""

@@ -18,9 +18,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command, get_commands
 
 from bdre import entrypoint, spark_cluster
-from processes.jobs.spark_conf import SANDBOX_CONF
-from processes.jobs.spark_session import session_conf
 from processes.management.commands.spark_connect_server import server_conf
+from processes.step_kinds.spark_conf import SANDBOX_CONF
+from processes.step_kinds.spark_session import session_conf
 
 PY = sys.executable
 CELERY = [PY, "-m", "celery", "-A", "bdre"]

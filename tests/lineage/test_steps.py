@@ -1,6 +1,6 @@
 """The lineage of the step kinds that run no SQL (``lineage.steps``): a step's column mapping
 kept as a query of its run, on its team's nodes, once per run. Each kind's own mapping, from
-the frames it builds, is tested in tests/processes/jobs/test_step_lineage.py."""
+the frames it builds, is tested in tests/processes/step_kinds/test_step_lineage.py."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from processes.jobs import StepContext
+from processes.step_kinds import StepContext
 
 
 def sleep(context: StepContext) -> dict:
@@ -28,8 +28,8 @@ def slow_spark_job(context: StepContext) -> dict:
     from pyspark.sql import functions as F
     from pyspark.sql.functions import udf
 
-    from processes.jobs.spark_io import start
-    from processes.jobs.spark_session import get_spark
+    from processes.step_kinds.spark_io import start
+    from processes.step_kinds.spark_session import get_spark
 
     outcome = Path(context.properties("test")["outcome"])
     spark = get_spark()
@@ -48,7 +48,7 @@ def slow_spark_job(context: StepContext) -> dict:
 def spark_context_user(context: StepContext) -> dict:
     """A step body written for a driver in the worker: it reaches for the SparkContext, which
     a Spark Connect session does not have."""
-    from processes.jobs.spark_session import get_spark
+    from processes.step_kinds.spark_session import get_spark
 
     return {"parallelism": get_spark().sparkContext.defaultParallelism}
 

@@ -13,8 +13,8 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from bdre import sql_parse
-from processes.jobs.sql_guard import check_query
 from processes.models import Process, Property
+from processes.step_kinds.sql_guard import check_query
 from tests.helpers.api import api_as
 from tests.helpers.jobs import JOB_TYPE, SQL, build_job, sql_step
 from tests.helpers.pages import as_shown, section, step_index

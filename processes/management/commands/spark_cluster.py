@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from bdre import spark_cluster
-from processes.jobs.spark_session import session_conf
+from processes.step_kinds.spark_session import session_conf
 
 
 class Command(BaseCommand):

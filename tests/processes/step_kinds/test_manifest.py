@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from processes.jobs import shred
-from processes.jobs.manifest import DatabaseManifest, ParquetManifest
+from processes.step_kinds import shred
+from processes.step_kinds.manifest import DatabaseManifest, ParquetManifest
 
 pytestmark = pytest.mark.django_db
 SCHEMA = "event_id string, event_fingerprint string"

@@ -1,7 +1,7 @@
 """A load reads only the team's own files. A file its scan registered and
 that was then replaced, before the load ran, by a hard link to another team's file, a
 symbolic link or a FIFO fails the load with the reason, and nothing of it is written
-(``processes.jobs.spark_io.readable_files``). Each case runs the real steps on Spark."""
+(``processes.step_kinds.spark_io.readable_files``). Each case runs the real steps on Spark."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from processes import orchestrator
-from processes.jobs.python_callable import RefusedCallable, is_allowed, resolve
 from processes.models import ExecState, InstanceExec, Process, ProcessLog, Property
+from processes.step_kinds.python_callable import RefusedCallable, is_allowed, resolve
 from tests.helpers.api import api_as
 from tests.helpers.jobs import build_job, callable_step
 
@@ -137,7 +137,7 @@ def test_an_allowed_function_runs_and_counts(team):
 
 @pytest.mark.spark
 def test_a_callable_using_the_spark_context_says_a_connect_session_has_none(team, spark):
-    from processes.jobs.spark_session import is_connect
+    from processes.step_kinds.spark_session import is_connect
 
     job = build_job(
         team, "tool", [callable_step("tool_call", "tests.processes.callables.spark_context_user")]

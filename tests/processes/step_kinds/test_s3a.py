@@ -16,7 +16,7 @@ from batches.ingest.storage import s3_client
 from batches.models import HiveTable
 from bdre import s3a_jars
 from processes import orchestrator
-from processes.jobs.spark_session import session_conf
+from processes.step_kinds.spark_session import session_conf
 from tests.helpers.factories import HiveTableFactory, grant_root
 from tests.helpers.jobs import build_job, callable_step, load_step, scan_step, sql_step
 from tests.helpers.machine import skip_unless_required

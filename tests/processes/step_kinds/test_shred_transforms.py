@@ -10,9 +10,9 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from processes.jobs import shred
-from processes.jobs.enriched_fields import FIELDS
-from processes.jobs.spark_shred import STRATEGIES, shred_and_dedupe
+from processes.step_kinds import shred
+from processes.step_kinds.enriched_fields import FIELDS
+from processes.step_kinds.spark_shred import STRATEGIES, shred_and_dedupe
 from tests.helpers.enriched import EventFactory, line_of
 
 

@@ -70,7 +70,7 @@ WORKER_RUN = """
 import json, os, sys
 import django
 django.setup()
-from processes.jobs.spark_session import get_spark
+from processes.step_kinds.spark_session import get_spark
 session = get_spark()
 context = session.sparkContext
 (seen,) = context.parallelize([0], 1).map(lambda _: json.dumps(dict(os.environ))).collect()

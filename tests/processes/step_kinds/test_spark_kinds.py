@@ -13,9 +13,9 @@ from lineage import openlineage
 from lineage.models import LineageQuery, LineageRelation, QueryKind
 from lineage.steps import jdbc_name
 from processes import orchestrator, replay
-from processes.jobs import spark_cleanse, spark_sql
 from processes.models import InstanceExec
 from processes.registry import StepSpec
+from processes.step_kinds import spark_cleanse, spark_sql
 from tests.helpers.factories import grant_root
 from tests.helpers.jobs import (
     CLEANSE,
@@ -244,7 +244,7 @@ def test_a_rerun_replaces_its_partition(team, lake, spark):
         "loader",
         [
             load_step("loader_0", "lake.things", format="json", upstream=[ingest]),
-            callable_step("loader_1", "tests.processes.jobs.test_spark_kinds.fail_once"),
+            callable_step("loader_1", "tests.processes.step_kinds.test_spark_kinds.fail_once"),
         ],
     )
     orchestrator.run_job(ingest.pk)
@@ -338,7 +338,7 @@ def test_a_jdbc_export_run_again_leaves_each_row_once(team, lake, spark):
                     }
                 },
             ),
-            callable_step("flow_2", "tests.processes.jobs.test_spark_kinds.fail_once"),
+            callable_step("flow_2", "tests.processes.step_kinds.test_spark_kinds.fail_once"),
         ],
     )
     orchestrator.run_job(ingest.pk)
@@ -398,7 +398,7 @@ def test_a_query_the_lineage_parser_cannot_resolve_still_runs(team, lake, spark)
 
 @pytest.mark.django_db
 def test_a_spark_sql_step_keeps_a_statement_nested_too_deeply_with_the_reason_and_runs_on():
-    from processes.jobs.spark_sql import trace_lineage
+    from processes.step_kinds.spark_sql import trace_lineage
 
     query = LineageQuery.objects.create(
         query_string=deeply_nested(), query_type_id=QueryKind.SPARK_SQL

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import pytest
 
 from processes import logfiles, orchestrator
-from processes.jobs.spark_progress import _connect_progress
-from processes.jobs.spark_session import application_id, is_connect
 from processes.models import ExecState, InstanceExec
+from processes.step_kinds.spark_progress import _connect_progress
+from processes.step_kinds.spark_session import application_id, is_connect
 from tests.helpers.jobs import build_job, sql_step
 
 

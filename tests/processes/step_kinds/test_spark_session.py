@@ -1,4 +1,4 @@
-"""How a worker's SparkSession is configured (processes/jobs/spark_session.py), without
+"""How a worker's SparkSession is configured (processes/step_kinds/spark_session.py), without
 starting Spark: BDRE's defaults, then spark-defaults.conf, then SPARK_CONF, then the
 sandbox's settings, which neither may change; the event log; the Spark options a step may set
 for itself, set for the step and put back after it; what a run records of them."""
@@ -15,8 +15,19 @@ from typing import Any, cast
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from processes.jobs.spark_conf import SANDBOX_CONF, STEP_GROUP, RefusedSparkOption, step_options
-from processes.jobs.spark_session import REDACTED, effective_conf, session_conf, step_conf, ui_url
+from processes.step_kinds.spark_conf import (
+    SANDBOX_CONF,
+    STEP_GROUP,
+    RefusedSparkOption,
+    step_options,
+)
+from processes.step_kinds.spark_session import (
+    REDACTED,
+    effective_conf,
+    session_conf,
+    step_conf,
+    ui_url,
+)
 
 
 @pytest.fixture
@@ -303,7 +314,7 @@ EVENT_LOG_RUN = """
 import urllib.request
 import django
 django.setup()
-from processes.jobs.spark_session import get_spark, ui_url
+from processes.step_kinds.spark_session import get_spark, ui_url
 session = get_spark()
 assert session.range(5).count() == 5
 # The address a step's run links to (spark_ui_url) serves the application's UI.
@@ -356,7 +367,7 @@ def test_a_worker_session_writes_its_event_log_under_the_warehouse_and_serves_it
 
 
 def test_a_worker_sends_the_connect_servers_token_as_the_header_spark_checks():
-    from processes.jobs.spark_session import connect_channel
+    from processes.step_kinds.spark_session import connect_channel
 
     channel = connect_channel("sc://spark-connect:15002", "s3cret")
     # A plain channel (Spark's server has no TLS), the token with every call.
@@ -366,7 +377,7 @@ def test_a_worker_sends_the_connect_servers_token_as_the_header_spark_checks():
 
 
 def test_a_token_in_the_remote_url_is_sent_the_same_way_and_the_setting_wins():
-    from processes.jobs.spark_session import connect_channel
+    from processes.step_kinds.spark_session import connect_channel
 
     from_url = connect_channel("sc://localhost:15002/;token=in-url;user_id=bdre", "")
     assert ("authorization", "Bearer in-url") in from_url.metadata()
@@ -376,7 +387,7 @@ def test_a_token_in_the_remote_url_is_sent_the_same_way_and_the_setting_wins():
 
 
 def test_over_tls_the_token_goes_pysparks_own_way():
-    from processes.jobs.spark_session import connect_channel
+    from processes.step_kinds.spark_session import connect_channel
 
     channel = connect_channel("sc://connect.example:443/;use_ssl=true", "s3cret")
     assert channel.secure and channel.token == "s3cret"
@@ -384,7 +395,7 @@ def test_over_tls_the_token_goes_pysparks_own_way():
 
 
 def test_without_a_token_the_channel_sends_none():
-    from processes.jobs.spark_session import connect_channel
+    from processes.step_kinds.spark_session import connect_channel
 
     channel = connect_channel("sc://spark-connect:15002", "")
     assert "authorization" not in dict(channel.metadata())

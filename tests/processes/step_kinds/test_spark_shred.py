@@ -16,10 +16,10 @@ from pyspark.testing import assertDataFrameEqual
 from batches import queue
 from batches.models import BatchConsumpQueue, BatchState, EventManifest, HiveTable
 from processes import orchestrator
-from processes.jobs import shred
-from processes.jobs.manifest import open_manifest
-from processes.jobs.spark_shred import STRATEGIES, shred_and_dedupe
 from processes.models import InstanceExec, Property
+from processes.step_kinds import shred
+from processes.step_kinds.manifest import open_manifest
+from processes.step_kinds.spark_shred import STRATEGIES, shred_and_dedupe
 from tests.helpers.enriched import CONTEXTS_SCHEMA, EventFactory, line_of
 from tests.helpers.pipelines import shred_pipeline
 
@@ -192,7 +192,7 @@ def test_retries_and_a_requeued_dead_letter_give_exactly_the_output_of_one_clean
         process=shred_job.steps.get(name="after"),
         config_group="callable",
         key="path",
-        value="tests.processes.jobs.test_spark_shred.broken_while_flagged",
+        value="tests.processes.step_kinds.test_spark_shred.broken_while_flagged",
     )
     factory = EventFactory(seed=21)
     a_lines, a_events = factory.batch(

@@ -9,8 +9,8 @@ import pytest
 
 from batches.models import HiveTable
 from processes import orchestrator
-from processes.jobs import spark_sql
 from processes.models import ExecState, InstanceExec, Process, ProcessLog, Property
+from processes.step_kinds import spark_sql
 from tests.helpers.api import api_as
 from tests.helpers.factories import grant_root
 from tests.helpers.jobs import build_job, load_step, scan_step, sql_step

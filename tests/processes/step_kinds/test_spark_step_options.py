@@ -12,8 +12,8 @@ import pytest
 
 from batches.models import HiveTable
 from processes import orchestrator
-from processes.jobs.spark_session import REDACTED, get_spark, is_connect
 from processes.models import ExecState, InstanceExec, Process, ProcessLog, Property
+from processes.step_kinds.spark_session import REDACTED, get_spark, is_connect
 from tests.helpers.api import api_as
 from tests.helpers.jobs import build_job, sql_step
 

@@ -1,4 +1,4 @@
-"""The Spark SQL guard is an allowlist (processes.jobs.sql_guard, sql_functions,
+"""The Spark SQL guard is an allowlist (processes.step_kinds.sql_guard, sql_functions,
 docs/sql.md). Without Spark: the attacks as written, the forms that would hide a refused
 function, the options of the parsing functions, and the queries a team writes (and the
 demo's) still passing. The same against Spark's own registry: test_sql_functions_spark.py."""
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from processes import demo
-from processes.jobs.sql_functions import ALLOWED, REFUSED, markdown_lists
-from processes.jobs.sql_guard import RefusedStatement, check_query, check_statement
+from processes.step_kinds.sql_functions import ALLOWED, REFUSED, markdown_lists
+from processes.step_kinds.sql_guard import RefusedStatement, check_query, check_statement
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -1,4 +1,4 @@
-"""The allowlist of Spark SQL functions (processes.jobs.sql_functions) against Spark's own
+"""The allowlist of Spark SQL functions (processes.step_kinds.sql_functions) against Spark's own
 function registry: every function Spark has is allowed or refused with a reason, so that a
 Spark upgrade cannot add a function a team reaches without anyone deciding on it; and every
 allowed function runs on literals, through the guard and through Spark (Spark's own example
@@ -19,8 +19,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql.functions import col
 from sqlglot import exp
 
-from processes.jobs.sql_functions import ALLOWED, REFUSED
-from processes.jobs.sql_guard import RefusedStatement, check_statement
+from processes.step_kinds.sql_functions import ALLOWED, REFUSED
+from processes.step_kinds.sql_guard import RefusedStatement, check_statement
 
 pytestmark = pytest.mark.spark
 
@@ -151,7 +151,7 @@ def test_every_function_of_sparks_registry_is_allowed_or_refused_with_a_reason(s
     undecided = sorted(registry - set(ALLOWED) - set(REFUSED))
     assert not undecided, (
         f"Spark has functions neither allowed nor refused: {undecided}; decide on each in "
-        "processes/jobs/sql_functions.py (docs/sql.md says how)"
+        "processes/step_kinds/sql_functions.py (docs/sql.md says how)"
     )
     assert not set(ALLOWED) & set(REFUSED)
     assert all(reason.strip() for reason in REFUSED.values())

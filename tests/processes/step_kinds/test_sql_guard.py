@@ -1,11 +1,11 @@
-"""The Spark SQL sandbox's check of a statement (``processes.jobs.sql_guard``), without Spark:
+"""The Spark SQL sandbox's check of a statement (``processes.step_kinds.sql_guard``), without Spark:
 each form an attacker would write is refused with its reason, and semantic queries pass."""
 
 from __future__ import annotations
 
 import pytest
 
-from processes.jobs.sql_guard import RefusedStatement, check_query, check_statement
+from processes.step_kinds.sql_guard import RefusedStatement, check_query, check_statement
 
 REFUSED = [
     # script transforms run a program on the worker

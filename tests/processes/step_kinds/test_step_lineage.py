@@ -17,9 +17,9 @@ from lineage.extract import edge_functions, struct_columns
 from lineage.models import LineageNode, LineageQuery, QueryKind
 from lineage.steps import folder_of, record_step
 from processes import demo, orchestrator
-from processes.jobs import spark_export
 from processes.models import InstanceExec
 from processes.registry import StepSpec
+from processes.step_kinds import spark_export
 from tests.helpers.factories import InstanceExecFactory, JobFactory, StepFactory, grant_root
 from tests.helpers.jobs import CLEANSE, EXPORT, build_job, load_step, scan_step
 
