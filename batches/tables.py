@@ -28,7 +28,7 @@ from django.db.models import Q, QuerySet
 
 from batches.locations import OBJECT_STORE_SCHEMES, LocationRefused, normalise, spark_path
 from batches.models import HiveTable, TableShare
-from bdre.access import AnyUser, Role
+from bdre.access import AnyUser, Role, require_role
 
 # A database or table name becomes a folder: nothing that could climb out of the team's one.
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
@@ -195,8 +195,6 @@ def register_written(
 
 
 def _require_admin(user: AnyUser, table: HiveTable) -> None:
-    from bdre.api import require_role
-
     require_role(user, table.team, Role.ADMIN)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TypeVar, cast
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group, User
+from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.db.models import Q, QuerySet
 
@@ -96,3 +97,12 @@ def role_in(user: AnyUser, team: Group) -> Role | None:
     role = Membership.objects.filter(user_id=user.pk, team=team).values_list("role", flat=True)
     found = role.first()
     return Role(found) if found else None
+
+
+def require_role(user: AnyUser, team: Group | None, role: Role) -> None:
+    """PermissionDenied unless ``user`` holds ``role`` (or more) in ``team``: a 403 with this
+    message in the API and on the pages. Django's exception, not DRF's, so that services
+    may check a role too."""
+    held = role_in(user, team) if team is not None else None
+    if held is None or held.value not in Role.at_least(role):
+        raise PermissionDenied(f"This needs the {role.value} role in the owning team.")

@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from bdre.access import Role, can, role_in, scope, team_of, teams
+from bdre.access import Role, can, require_role, scope, team_of, teams
 from bdre.errors import BdreError, Code, Conflict
 from bdre.ids import ID_REGEX
 
@@ -82,13 +82,6 @@ def acting_on(
     if not scope(request.user, model._default_manager.filter(pk=pk)).exists():
         raise BdreError(unknown, f"{pk}")
     if not can(request.user, obj, role):
-        raise exceptions.PermissionDenied(f"This needs the {role.value} role in the owning team.")
-
-
-def require_role(user, team: Group | None, role: Role) -> None:
-    """403 unless ``user`` holds ``role`` (or more) in ``team``."""
-    held = role_in(user, team) if team is not None else None
-    if held is None or held.value not in Role.at_least(role):
         raise exceptions.PermissionDenied(f"This needs the {role.value} role in the owning team.")
 
 
