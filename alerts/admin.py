@@ -32,9 +32,7 @@ class DestinationAdmin(ServiceAdmin):
     search_fields = ("target",)
 
     def write(self, obj: Destination) -> Destination:
-        if obj.pk is None:
-            return services.add_destination(obj.team_id, obj.channel, obj.target, obj.kinds)
-        return services.change_destination(obj.pk, obj.team_id, obj.channel, obj.target, obj.kinds)
+        return services.save_destination(obj.team_id, obj.channel, obj.target, obj.kinds, obj.pk)
 
 
 @admin.register(Alert)

@@ -47,14 +47,13 @@ class DestinationViewSet(ScopedViewSet):
         return data["team"]
 
     def write(self, serializer: BaseSerializer, data: dict[str, Any]) -> None:
-        team_id, channel, target = data["team"].pk, data["channel"], data["target"]
-        kinds = data.get("kinds") or ""
-        if serializer.instance is None:
-            serializer.instance = services.add_destination(team_id, channel, target, kinds)
-        else:
-            serializer.instance = services.change_destination(
-                serializer.instance.pk, team_id, channel, target, kinds
-            )
+        serializer.instance = services.save_destination(
+            data["team"].pk,
+            data["channel"],
+            data["target"],
+            data.get("kinds") or "",
+            serializer.instance.pk if serializer.instance is not None else None,
+        )
 
     def perform_destroy(self, instance: Destination) -> None:
         services.remove_destination(instance.team_id, instance.pk)

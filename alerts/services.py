@@ -441,6 +441,16 @@ def change_destination(
         raise
 
 
+def save_destination(
+    team_id: int, channel: str, target: str, kinds: str = "", destination_id: int | None = None
+) -> Destination:
+    """Add a destination, or change ``destination_id`` into this one: what the API and the
+    admin write (the team's page only adds and removes)."""
+    if destination_id is None:
+        return add_destination(team_id, channel, target, kinds)
+    return change_destination(destination_id, team_id, channel, target, kinds)
+
+
 def remove_destination(team_id: int, destination_id: int) -> None:
     """Remove one of the team's destinations; another team's id is no destination at all."""
     if not Destination.objects.filter(pk=destination_id, team_id=team_id).delete()[0]:

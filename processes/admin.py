@@ -43,7 +43,7 @@ class ApplicationForm(CheckedForm):
         fields = ("name", "description", "owner", "team")
 
     def check(self, data: dict[str, Any]) -> None:
-        registry.check_application(registry.ApplicationSpec.of(data), self.instance.pk)
+        registry.check_application(registry.ApplicationSpec.of(data), self.instance)
 
 
 @admin.register(BusDomain)

@@ -141,9 +141,7 @@ def _demo_jobs(application: BusDomain, pipeline: list[dict[str, Any]]) -> list[P
     jobs: dict[str, Process] = {}
     for document in pipeline:
         name = document["name"]
-        existing = Process.objects.filter(
-            bus_domain=application, parent=None, name=name, deleted=False
-        ).first()
+        existing = Process.objects.live().jobs().filter(bus_domain=application, name=name).first()
         if existing is not None:
             jobs[name] = existing
             continue

@@ -42,7 +42,7 @@ from processes.registry.names import (
     check_application_move,
     check_names,
     lock_teams,
-    move_application,
+    move_files,
 )
 from processes.registry.pipelines import JobSpec, export_job, register_pipeline
 from processes.registry.properties import (
@@ -100,7 +100,7 @@ __all__ = [
     "export_job",
     "instantiate",
     "lock_teams",
-    "move_application",
+    "move_files",
     "register_pipeline",
     "replace_properties",
     "save_application",

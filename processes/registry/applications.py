@@ -18,7 +18,7 @@ from processes.registry.names import (
     check_application_move,
     check_name_free,
     lock_teams,
-    move_application,
+    move_files,
 )
 
 
@@ -40,21 +40,21 @@ class ApplicationSpec:
         )
 
 
-def check_application(spec: ApplicationSpec, application_id: int | None = None) -> None:
-    """What :func:`save_application` refuses, for a form to say before it saves: a name the
-    team has, a move to a team that has one of its job names. A ValidationError."""
-    check_name_free(BusDomain, spec.team, spec.name, instead_of=application_id)
-    if application_id is not None:
-        application = BusDomain.objects.get(pk=application_id)
-        if application.team_id != spec.team.pk:
-            check_application_move(application, spec.team)
+def check_application(spec: ApplicationSpec, application: BusDomain | None = None) -> None:
+    """What :func:`save_application` refuses, for a form to say before it saves too: a name
+    the team has, a move to a team that has one of its job names. ``application``: the
+    stored row it changes (None, or one not saved yet: a new one). A ValidationError."""
+    stored = application if application is not None and application.pk else None
+    check_name_free(BusDomain, spec.team, spec.name, instead_of=stored.pk if stored else None)
+    if stored is not None and stored.team_id != spec.team.pk:
+        check_application_move(stored, spec.team)
 
 
 def save_application(spec: ApplicationSpec, application_id: int | None = None) -> BusDomain:
     """Create an application, or change ``application_id`` into ``spec``. Moving it to
-    another team takes its registered files along and needs its job names free there
-    (:func:`~processes.registry.names.move_application`). A ValidationError on the field at
-    fault; the caller has checked the user's role in both teams."""
+    another team needs its job names free there and takes its registered files along
+    (:func:`~processes.registry.names.move_files`). A ValidationError on the field at fault;
+    the caller has checked the user's role in both teams."""
     with transaction.atomic():
         # The teams first, as every registration locks them: two never wait on each other.
         was = BusDomain.objects.filter(pk=application_id or 0).values_list("team_id", flat=True)
@@ -64,9 +64,9 @@ def save_application(spec: ApplicationSpec, application_id: int | None = None) -
             if application_id is not None
             else BusDomain()
         )
-        check_name_free(BusDomain, spec.team, spec.name, instead_of=application_id)
-        if application_id is not None and application.team_id != spec.team.pk:
-            move_application(application, spec.team)
+        check_application(spec, application)
+        if application.pk is not None and application.team_id != spec.team.pk:
+            move_files(application, spec.team)
         application.name = spec.name
         application.team = spec.team
         application.description = spec.description
@@ -113,12 +113,15 @@ def save_server(spec: ServerSpec, server_id: int | None = None) -> Server:
     granted teams: installation superusers) is the caller's check, made before any field is
     read so that no answer tells whether a team exists."""
     with transaction.atomic():
+        # The teams first (the server's and the one it moves to), as every registration
+        # locks them, then the row: two writes never wait on each other.
+        was = Server.objects.filter(pk=server_id or 0).values_list("team_id", flat=True)
+        lock_teams(spec.team.pk, *was)
         server = (
             Server.objects.select_for_update().get(pk=server_id)
             if server_id is not None
             else Server()
         )
-        lock_teams(spec.team.pk)
         check_server(spec, server_id)
         server.team = spec.team
         server.name = spec.name

@@ -49,11 +49,10 @@ def check_names(team: Group, names: Iterable[str], *, exclude: Iterable[int] = (
         raise ValidationError({"name": f"Processes named {listed} exist already in team {team}."})
 
 
-def move_application(application: BusDomain, team: Group) -> None:
-    """Before ``application`` changes team (in the caller's transaction): its job names must
-    be free in ``team``, and its registered files go with it (a file is registered once per
-    team, ``File.team``), so a scan after the move does not register them again."""
-    check_application_move(application, team)
+def move_files(application: BusDomain, team: Group) -> None:
+    """As ``application`` changes team (in the caller's transaction, after
+    :func:`check_application_move`): its registered files go with it (a file is registered
+    once per team, ``File.team``), so a scan after the move does not register them again."""
     File.objects.filter(batch__bus_domain=application).update(team=team)
 
 
