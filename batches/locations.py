@@ -33,7 +33,7 @@ from django.db.models import Q, QuerySet
 
 from batches.ingest.storage import NOT_OWN, not_own
 from bdre.ids import is_id
-from processes.models import Process, Server, grouped_properties
+from processes.models import Server
 
 OBJECT_STORE_SCHEMES = {"s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gs", "abfs": "abfs"}
 
@@ -276,45 +276,40 @@ def scan_server(storage: TeamStorage, props: Mapping[str, str]) -> Server | None
     return server or storage.server_for(props["location"])
 
 
-def _check_scan(storage: TeamStorage, props: Mapping[str, str]) -> None:
+def check_scan_locations(storage: TeamStorage, props: Mapping[str, str]) -> None:
+    """A scan's location (with its server), when it names one: its team's landing folder
+    is the default."""
     if props.get("location") or props.get("endpoint_url"):
         scan_server(storage, {"location": "", **props})
 
 
-EXPORT_KEYS = ("location", "jdbc_url")
-
-
-def _check_export(storage: TeamStorage, props: Mapping[str, str]) -> None:
-    for key in EXPORT_KEYS:
-        if props.get(key):
-            storage.check(props[key])
-
-
 @dataclass(frozen=True)
 class StepLocations:
+    """The properties of a step kind that name storage (its spec's ``locations``): checked
+    at registration (the registry), before each run (the orchestrator) and over stored rows
+    (check_locations), all here."""
+
     group: str  # the config group of the properties
     keys: tuple[str, ...]  # those that name or reach a location
-    check: Callable[[TeamStorage, Mapping[str, str]], None]
+    # how they are checked; by default each named location must lie inside the team's roots
+    check: Callable[[TeamStorage, Mapping[str, str]], None] | None = None
 
+    def refuse_outside(
+        self, storage: TeamStorage, properties: Mapping[str, Mapping[str, object]]
+    ) -> None:
+        """:class:`LocationRefused` if a location the properties name lies outside the roots."""
+        props = {key: str(value) for key, value in properties.get(self.group, {}).items()}
+        if self.check is not None:
+            self.check(storage, props)
+            return
+        for key in self.keys:
+            if props.get(key):
+                storage.check(props[key])
 
-# The step properties that name a location, by kind: checked at registration (the registry),
-# before each run (the orchestrator) and over stored rows (check_locations), all from here.
-STEP_LOCATIONS = {
-    "ingest.scan": StepLocations("scan", ("location", "server", "endpoint_url"), _check_scan),
-    "spark.export": StepLocations("export", EXPORT_KEYS, _check_export),
-}
-
-
-def check_step_locations(
-    kind: str, properties: Mapping[str, Mapping[str, object]], storage: TeamStorage
-) -> None:
-    """:class:`LocationRefused` if a location a step of ``kind`` names (:data:`STEP_LOCATIONS`:
-    a scan's location, server and endpoint; an export's folder and database) lies outside the
-    team's roots."""
-    entry = STEP_LOCATIONS.get(kind)
-    if entry is not None:
-        props = {key: str(value) for key, value in properties.get(entry.group, {}).items()}
-        entry.check(storage, props)
+    def named(self, properties: Mapping[str, Mapping[str, object]]) -> str:
+        """The locations the properties name, as a report shows them."""
+        props = properties.get(self.group, {})
+        return ", ".join(f"{self.group}.{key}={props[key]}" for key in self.keys if props.get(key))
 
 
 @dataclass(frozen=True)
@@ -326,31 +321,24 @@ class Outside:
     reason: str
 
 
-def rows_outside() -> Iterator[Outside]:
-    """Stored rows that name a location outside their team's roots (the ``check_locations``
-    command): they were registered before roots were enforced, or a grant was taken back."""
-    from batches.models import File
-
-    storages: dict[int, TeamStorage] = {}
+def storages() -> Callable[[int], TeamStorage]:
+    """A team's :class:`TeamStorage` by its id, each read once: for a report over many rows."""
+    found: dict[int, TeamStorage] = {}
 
     def storage_of(team_id: int) -> TeamStorage:
-        return storages.setdefault(team_id, TeamStorage(team_id))
+        return found.setdefault(team_id, TeamStorage(team_id))
 
-    steps = Process.objects.filter(process_type__job_kind__in=STEP_LOCATIONS, deleted=False)
-    steps = steps.select_related("bus_domain", "process_type").prefetch_related("properties")
-    for step in steps.order_by("pk"):
-        kind = step.process_type.job_kind
-        properties = grouped_properties(step.properties.all())
-        team_id = step.bus_domain.team_id
-        try:
-            check_step_locations(kind, properties, storage_of(team_id))
-        except LocationRefused as exc:
-            entry = STEP_LOCATIONS[kind]
-            named = properties.get(entry.group, {})
-            location = ", ".join(
-                f"{entry.group}.{key}={named[key]}" for key in entry.keys if named.get(key)
-            )
-            yield Outside("step", step.pk, team_id, location, str(exc))
+    return storage_of
+
+
+def rows_outside() -> Iterator[Outside]:
+    """Registered files and servers whose location is outside their team's roots (the
+    ``check_locations`` command; the steps' properties are the step kinds' to report:
+    processes.step_kinds.checks.steps_outside). Rows registered before roots were enforced,
+    or after a grant was taken back."""
+    from batches.models import File
+
+    storage_of = storages()
     files = File.objects.select_related("batch__bus_domain", "server").order_by("pk")
     for file in files.iterator():
         domain = file.batch.bus_domain

@@ -74,8 +74,8 @@ def shred_child(work: Path, rounds: int, manifest_rows: int) -> dict[str, Any]:
 
     from processes.step_kinds import shred
     from processes.step_kinds.manifest import ParquetManifest
+    from processes.step_kinds.shred_runner import STRATEGIES, shred_and_dedupe
     from processes.step_kinds.spark_session import application_id, get_spark
-    from processes.step_kinds.spark_shred import STRATEGIES, shred_and_dedupe
 
     data = json.loads((work / "data" / "earlier.json").read_text())
     path = work / "data" / "landing" / "events.tsv"

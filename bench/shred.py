@@ -106,8 +106,8 @@ def child(events: int, manifest_rows: int, cas_sample: int, full: bool = True) -
 
     from processes.step_kinds import shred
     from processes.step_kinds.manifest import ParquetManifest
+    from processes.step_kinds.shred_runner import STRATEGIES, shred_and_dedupe
     from processes.step_kinds.spark_session import get_spark
-    from processes.step_kinds.spark_shred import STRATEGIES, shred_and_dedupe
 
     call_command("migrate", verbosity=0)
     shutil.rmtree(WORK, ignore_errors=True)

@@ -59,11 +59,12 @@ from openlineage.client.transport import Transport, get_default_factory
 from openlineage.client.transport.file import FileTransport
 
 from batches import tables
-from batches.models import ArchiveConsumpQueue, BatchConsumpQueue, File, ScanState
+from batches.models import ArchiveConsumpQueue, BatchConsumpQueue, File
 from lineage.extract import edge_functions, struct_columns
-from lineage.models import LineageNode, LineageRelation
+from lineage.models import LineageRelation
 from lineage.steps import folder_of, jdbc_base
-from processes.models import ExecState, InstanceExec, Process
+from processes import step_kinds
+from processes.models import ExecState, InstanceExec, Process, grouped_properties
 
 log = logging.getLogger(__name__)
 
@@ -281,7 +282,7 @@ def build_event(run_id: int, event_type: str, error: str = "") -> RunEvent:
     inputs: list[InputDataset] = []
     outputs: list[OutputDataset] = []
     if run.parent_id:
-        query = process.property_value("sql", "query") if kind == "spark.sql" else None
+        query = process.property_value("sql", "query")
         if query:
             job_facets["sql"] = sql_job.SQLJobFacet(query=query, dialect="spark", producer=PRODUCER)
         inputs, outputs = _datasets(run, kind, with_statistics=event_type == "COMPLETE")
@@ -459,60 +460,43 @@ def _column_lineage(
     }
 
 
-def _sql_sources(run: InstanceExec) -> list[str]:
-    tables = LineageNode.objects.filter(
-        container_node__isnull=True,
-        outgoing__query__instance_exec=run,
-        outgoing__target_node__container_node__isnull=True,
-    )
-    return sorted(set(tables.values_list("qualified_name", flat=True)))
+def _dataset(name: str, team_id: int, cls: type[D]) -> D:
+    if _is_location(name):
+        return _location_dataset(name, cls)
+    return _table_dataset(name, team_id, cls)
 
 
 def _datasets(
     run: InstanceExec, kind: str, *, with_statistics: bool
 ) -> tuple[list[InputDataset], list[OutputDataset]]:
+    """What the step run read and wrote, as it recorded them (``InstanceExec.inputs`` and
+    ``outputs``) and as its kind's spec names them from its properties: where it writes
+    outside the warehouse, and, before it has written, the tables it will write. Before it
+    has read, the folders of the files it claimed."""
     step = run.process
     team = step.bus_domain.team_id
-    inputs: list[InputDataset] = []
-    outputs = [_table_dataset(name, team, OutputDataset) for name in run.outputs]
-    if kind in ("spark.shred", "spark.load"):
-        inputs = [_location_dataset(folder, InputDataset) for folder in _claimed_folders(run)]
-    elif kind in ("spark.cleanse", "spark.export"):
-        group = "cleanse" if kind == "spark.cleanse" else "export"
-        source = step.property_value(group, "source_table")
-        inputs = [_table_dataset(source, team, InputDataset)] if source else []
-        if kind == "spark.export":
-            location = step.property_value("export", "location")
-            jdbc = step.property_value("export", "jdbc_url")
-            if location:
-                outputs.append(_location_dataset(location, OutputDataset))
-            elif jdbc:
-                table = step.property_value("export", "jdbc_table") or ""
-                outputs.append(OutputDataset(*_jdbc(jdbc, table)))
-    elif kind == "spark.sql":
-        inputs = [_table_dataset(name, team, InputDataset) for name in _sql_sources(run)]
-        output = step.property_value("sql", "output_table") or f"default.{step.name}"
-        if not run.outputs:  # the START event: the output is known before it is written
-            outputs = [_table_dataset(output, team, OutputDataset)]
-    elif kind == "ingest.scan":
-        state = ScanState.objects.filter(process=step).values_list("location", flat=True).first()
-        location = state or step.property_value("scan", "location")
-        inputs = [_location_dataset(location, InputDataset)] if location else []
+    spec = step_kinds.find(kind)
+    properties = grouped_properties(step.properties.all())
+    read = list(run.inputs) or _claimed_folders(run)
+    written = list(run.outputs)
+    if spec is not None:
+        if not written:  # the START event: the tables are known before they are written
+            written = spec.written_tables(properties, step.name)
+        written += spec.written_outside(properties)
+    inputs = [_dataset(name, team, InputDataset) for name in read]
+    outputs = [_dataset(name, team, OutputDataset) for name in written]
     # an output and the lineage of its columns meet by namespace and name (lineage keeps
     # tables in lower case)
-    written = {
+    lineage = {
         _key(*_dataset_id(node, team)): (node, facet)
         for node, facet in _column_lineage(run, team).items()
     }
     for dataset in outputs:
-        found = written.pop(_key(dataset.namespace, dataset.name), None)
+        found = lineage.pop(_key(dataset.namespace, dataset.name), None)
         if found is not None:
             dataset.facets = {**(dataset.facets or {}), "columnLineage": found[1]}
-    for node, facet in written.values():  # written, by its lineage, though not listed
-        if _is_location(node):
-            extra = _location_dataset(node, OutputDataset)
-        else:
-            extra = _table_dataset(node, team, OutputDataset)
+    for node, facet in lineage.values():  # written, by its lineage, though not listed
+        extra = _dataset(node, team, OutputDataset)
         extra.facets = {**(extra.facets or {}), "columnLineage": facet}
         outputs.append(extra)
     rows = run.counters.get("rows_out") if isinstance(run.counters, dict) else None

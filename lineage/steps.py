@@ -1,10 +1,11 @@
-"""Column lineage of the step kinds that run no SQL: ``spark.load``, ``spark.cleanse``,
-``spark.shred`` and ``spark.export`` (docs/lineage.md, "Lineage of the step kinds").
+"""Column lineage of the step kinds that run no SQL (``spark.load``, ``spark.cleanse``,
+``spark.shred``, ``spark.export``, and any kind whose spec names a ``query_kind``;
+docs/lineage.md, "Lineage of the step kinds").
 
 A step says what it wrote (a :class:`Write` per table or location: its columns in order,
 what it read for it, and which column came from which, through what) from the frames it
 built, their schemas and never their rows. :func:`record_step` keeps it as one
-``LineageQuery`` of the step's run (a query type per kind), stored as a SQL step's is
+``LineageQuery`` of the step's run (the query type its kind names), stored as a SQL step's is
 (``lineage.extract.record``): the nodes are the step's team's, reused by every run and query
 of that team (another team's ``lake.orders`` is another node), the relations the query's,
 and what a value went through (``cast``, ``cleanse rule``, ``dedup``) is the edge's label.
@@ -23,16 +24,9 @@ from dataclasses import dataclass, field
 from django.db import DatabaseError, transaction
 
 from lineage.extract import ColumnEdge, _node, dot_label, query_team_id
-from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind, QueryKind
+from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind
 
 log = logging.getLogger(__name__)
-
-KINDS = {
-    "spark.load": QueryKind.SPARK_LOAD,
-    "spark.cleanse": QueryKind.SPARK_CLEANSE,
-    "spark.shred": QueryKind.SPARK_SHRED,
-    "spark.export": QueryKind.SPARK_EXPORT,
-}
 
 
 def table_name(name: str) -> str:
@@ -108,10 +102,16 @@ class StepLineage:
 
 
 def record_step(
-    kind: str, *, process_id: int, run_id: int, describe: Callable[[], StepLineage]
+    kind: str,
+    query_kind: int,
+    *,
+    process_id: int,
+    run_id: int,
+    describe: Callable[[], StepLineage],
 ) -> LineageQuery | None:
-    """Record what ``describe`` says a step run of ``kind`` wrote as the run's query of that
-    kind (one per run: recorded again, its relations are replaced).
+    """Record what ``describe`` says a step run of ``kind`` wrote as the run's query of type
+    ``query_kind`` (the kind's spec names it; one per run: recorded again, its relations are
+    replaced).
 
     Lineage is a record of the step, never a reason for it to fail: an error, in
     ``describe`` (a schema Spark could not give) or in storing, is kept on the query as
@@ -122,7 +122,7 @@ def record_step(
         with transaction.atomic():
             query, _ = LineageQuery.objects.get_or_create(
                 instance_exec_id=run_id,
-                query_type_id=KINDS[kind],
+                query_type_id=query_kind,
                 defaults={"process_id": process_id, "query_string": kind},
             )
     except DatabaseError:

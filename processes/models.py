@@ -374,6 +374,12 @@ class InstanceExec(models.Model):
     outputs = models.JSONField(
         default=list, blank=True, help_text="The tables a step run wrote (db.table), in order."
     )
+    inputs = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="What a step run read, in order: tables (db.table), folders and databases "
+        "(their URI).",
+    )
     plan = models.JSONField(
         default=dict,
         blank=True,

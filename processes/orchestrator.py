@@ -332,8 +332,8 @@ def queue_of(step: Process) -> str:
     the other steps to the default queue. A queue no longer among ``BDRE_SPARK_QUEUES``
     goes to the default Spark queue, whose worker fails the step saying why
     (``checks.check_step_run``): sent to a queue nobody reads, it would wait forever."""
-    kind = step.process_type.job_kind
-    if not kind.startswith("spark."):
+    kind = step_kinds.find(step.process_type.job_kind)
+    if kind is None or not kind.spark:
         return settings.BDRE_QUEUE
     named = step.property_value("run", "spark_queue")
     return named if named in settings.BDRE_SPARK_QUEUES else settings.BDRE_SPARK_QUEUE

@@ -38,9 +38,8 @@ from batches import markings
 from batches import queue as batch_queue
 from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState, File
 from bdre.errors import BdreError, Code
-from lineage.steps import jdbc_name
-from processes import schedules
-from processes.models import ExecState, InstanceExec, Process, Trigger
+from processes import schedules, step_kinds
+from processes.models import ExecState, InstanceExec, Process, Trigger, grouped_properties
 
 Archive = ArchiveConsumpQueue
 
@@ -251,25 +250,20 @@ def _written(run_id: int | None) -> list[str]:
 
 
 def _exports(job_ids: set[int]) -> dict[int, list[str]]:
-    """Where each job's ``spark.export`` steps write, outside its tables: a folder, or a
-    database table (``lineage.steps.jdbc_name``, no credentials). An export writes the
-    batches it read, its claimed ones and its run's own (``spark_io.input_batches``), each
-    replaced when rebuilt: a folder's partition, a database table's rows of that batch."""
+    """Where each job's steps write outside its tables (their kind's ``destinations``: an
+    export's folder, or its database table, ``lineage.steps.jdbc_name``, no credentials).
+    Such a step writes the batches it read, its claimed ones and its run's own
+    (``spark_io.input_batches``), each replaced when rebuilt: a folder's partition, a
+    database table's rows of that batch."""
     found: dict[int, list[str]] = defaultdict(list)
-    steps = Process.objects.filter(
-        parent_id__in=job_ids, deleted=False, process_type__job_kind="spark.export"
-    ).order_by("id")
+    steps = Process.objects.filter(parent_id__in=job_ids, deleted=False)
+    steps = steps.select_related("process_type").prefetch_related("properties").order_by("id")
     for step in steps:
         assert step.parent_id is not None
-        location = step.property_value("export", "location")
-        url, table = (
-            step.property_value("export", "jdbc_url"),
-            step.property_value("export", "jdbc_table"),
-        )
-        if location:
-            found[step.parent_id].append(location.rstrip("/"))
-        elif url and table:
-            found[step.parent_id].append(jdbc_name(url, table))
+        kind = step_kinds.find(step.process_type.job_kind)
+        if kind is not None:
+            written = kind.written_outside(grouped_properties(step.properties.all()))
+            found[step.parent_id] += written
     return found
 
 

@@ -1,58 +1,146 @@
-"""Step kinds: the registry and the context a step's body receives.
+"""Step kinds: what a kind declares (:class:`StepKind`), the registry of kinds, and the
+context a step's body receives.
 
-A step's ``ProcessType.job_kind`` names its kind. Kinds are imported on first use, so that
-nothing imports PySpark until a Spark step runs (the web process and the workers start
-without it).
+A step's ``ProcessType.job_kind`` names its kind, and the kind is one module: its
+:class:`StepKind` spec and its body, registered by :func:`register` when the module is
+imported. The module of kind ``a.b`` is ``processes.step_kinds.a_b`` (its seed migration adds
+the ``ProcessType`` row, and the ``LineageQueryType`` row of its ``query_kind``); a kind
+defined elsewhere (a test's) is registered by importing its module. Everything that depends
+on a kind (the registry's checks, storage locations, lineage, OpenLineage, replay, the queue
+a step goes to) reads the spec, and none knows a kind by its name.
+
+A kind's module imports no PySpark when it is imported: the web process checks properties
+with the specs and never starts Spark. A Spark kind's body imports what it runs with.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from processes.models import InstanceExec, Process, Property
 from processes.steplog import StepLogger
 
+if TYPE_CHECKING:
+    from batches.locations import StepLocations
+    from lineage.steps import StepLineage
+
 Counters = dict[str, Any]
 # A step kind's body: what runs for one step run, given its context; what it counted.
 StepBody = Callable[["StepContext"], Counters]
-
-# kind -> module that registers it
-KIND_MODULES = {
-    "ingest.scan": "processes.step_kinds.ingest_scan",
-    "python.callable": "processes.step_kinds.python_callable",
-    "spark.shred": "processes.step_kinds.spark_shred",
-    "spark.load": "processes.step_kinds.spark_load",
-    "spark.cleanse": "processes.step_kinds.spark_cleanse",
-    "spark.sql": "processes.step_kinds.spark_sql",
-    "spark.export": "processes.step_kinds.spark_export",
-}
-_REGISTRY: dict[str, StepBody] = {}
+# A step's properties by config group: {group: {key: value}}
+PropertyGroups = Mapping[str, Mapping[str, object]]
+PACKAGE = __name__
 
 
 class UnknownKind(LookupError):
     pass
 
 
-def register(kind: str) -> Callable[[StepBody], StepBody]:
-    def decorate(body: StepBody) -> StepBody:
-        _REGISTRY[kind] = body
-        return body
-
-    return decorate
+class RefusedProperty(ValueError):
+    """A property value a kind's own check refuses; the message says what to write."""
 
 
-def get(kind: str) -> StepBody:
-    if kind not in _REGISTRY:
-        module = KIND_MODULES.get(kind)
-        if module is None:
-            raise UnknownKind(f"no step kind {kind!r} is registered")
-        importlib.import_module(module)
-    return _REGISTRY[kind]
+@dataclass(frozen=True)
+class Prop:
+    """A property a kind reads: its default (``{step}`` stands for the step's name; None:
+    no default, the step says when it needs one) and what it means."""
+
+    default: str | None = None
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table a kind writes, named by the property ``group.key``: a whole ``db.table``, or
+    (``qualified`` False) a bare name. Each is a folder of the team's (batches.tables)."""
+
+    group: str
+    key: str
+    qualified: bool = True
+
+
+@dataclass(frozen=True)
+class StepKind:
+    name: str  # the ProcessType.job_kind that selects it
+    run: StepBody
+    # group -> key -> what the kind reads; the defaults fill in what a step leaves out
+    properties: Mapping[str, Mapping[str, Prop]] = field(default_factory=dict)
+    writes: tuple[Table, ...] = ()
+    # the properties that name storage, checked against the team's roots (batches.locations)
+    locations: StepLocations | None = None
+    query_kind: int | None = None  # the LineageQueryType of its runs' lineage (lineage.steps)
+    # each raises RefusedProperty (or another of checks.REFUSED) for what it will not run
+    checks: tuple[Callable[[PropertyGroups], None], ...] = ()
+    spark: bool = False  # runs in the worker's Spark session, on a Spark queue
+    # where it writes outside the warehouse's tables, replaced per batch (replay, OpenLineage)
+    destinations: Callable[[PropertyGroups], list[str]] | None = None
+
+    def defaults(self, group: str, step_name: str) -> dict[str, str]:
+        return {
+            key: prop.default.replace("{step}", step_name)
+            for key, prop in self.properties.get(group, {}).items()
+            if prop.default is not None
+        }
+
+    def written_tables(self, properties: PropertyGroups, step_name: str) -> list[str]:
+        """The ``db.table`` names the kind will write, as its properties (or their
+        defaults) name them; a bare name is not one."""
+        names = []
+        for table in self.writes:
+            value = properties.get(table.group, {}).get(table.key)
+            if value is None:
+                value = self.defaults(table.group, step_name).get(table.key)
+            if value and table.qualified:
+                database, _, name = str(value).rpartition(".")
+                names.append(f"{database or 'default'}.{name}")
+        return names
+
+    def written_outside(self, properties: PropertyGroups) -> list[str]:
+        return self.destinations(properties) if self.destinations is not None else []
+
+
+_REGISTRY: dict[str, StepKind] = {}
+
+
+def register(kind: StepKind) -> StepKind:
+    _REGISTRY[kind.name] = kind
+    return kind
+
+
+def module_of(name: str) -> str:
+    return f"{PACKAGE}.{name.replace('.', '_')}"
+
+
+def spec_of(name: str) -> StepKind:
+    """The kind ``name`` (importing its module on first use), or :class:`UnknownKind`."""
+    if name not in _REGISTRY:
+        module = module_of(name)
+        if name and all(part.isidentifier() for part in name.split(".")):
+            try:
+                importlib.import_module(module)
+            except ModuleNotFoundError as exc:
+                if exc.name != module:
+                    raise  # the kind's module is there; something it imports is not
+        if name not in _REGISTRY:
+            raise UnknownKind(f"no step kind {name!r} is registered")
+    return _REGISTRY[name]
+
+
+def find(name: str) -> StepKind | None:
+    """The kind ``name``, or None (a job's type names none)."""
+    try:
+        return spec_of(name)
+    except UnknownKind:
+        return None
+
+
+def get(name: str) -> StepBody:
+    return spec_of(name).run
 
 
 @dataclass
@@ -65,33 +153,66 @@ class StepContext:
     files: list[Any]  # lifecycle.FileInfo of the claimed batches
     options: dict[str, Any] = field(default_factory=dict)  # from the caller (CLI flags, ...)
     outputs: list[str] = field(default_factory=list)  # tables written so far (db.table)
+    inputs: list[str] = field(default_factory=list)  # tables and locations read so far
 
     @property
     def log(self) -> StepLogger:
         return StepLogger(self.step, self.step_run_id)
 
+    @property
+    def kind(self) -> StepKind:
+        return spec_of(self.step.process_type.job_kind)
+
     def properties(self, group: str) -> dict[str, str]:
-        return dict(
-            Property.objects.filter(process=self.step, config_group=group).values_list(
-                "key", "value"
+        """The step's properties of ``group``, its kind's defaults for those it leaves out."""
+        stored = Property.objects.filter(process=self.step, config_group=group)
+        return {
+            **self.kind.defaults(group, self.step.name),
+            **dict(stored.values_list("key", "value")),
+        }
+
+    def record_input(self, *names: str) -> None:
+        """Keep on the run what the step read (``db.table``, a folder's or database's URI),
+        as soon as it reads it: a failed step still says what it touched."""
+        added = [name for name in names if name not in self.inputs]
+        if added:
+            self.inputs += added
+            InstanceExec.objects.filter(pk=self.step_run_id).update(inputs=self.inputs)
+
+    def record_lineage(self, describe: Callable[[], StepLineage]) -> None:
+        """The run's column lineage, as ``describe`` says it (:func:`lineage.steps.record_step`,
+        as the query type the kind names), never the step's failure."""
+        from lineage.steps import record_step
+
+        if self.kind.query_kind is not None:
+            record_step(
+                self.kind.name,
+                self.kind.query_kind,
+                process_id=self.step.pk,
+                run_id=self.step_run_id,
+                describe=describe,
             )
-        )
+
+    def record_output(self, name: str) -> None:
+        """Keep on the run a table the step wrote (``db.table``), as soon as it is written."""
+        if name not in self.outputs:
+            self.outputs.append(name)
+            InstanceExec.objects.filter(pk=self.step_run_id).update(outputs=self.outputs)
 
 
 def run_step(context: StepContext) -> Counters:
     """Run the step's kind and store what it counted on the step's run."""
-    kind = context.step.process_type.job_kind
-    job = get(kind)
+    kind = context.kind
     with _session_for(kind, context):
-        counters = job(context) or {}
+        counters = kind.run(context) or {}
     InstanceExec.objects.filter(pk=context.step_run_id).update(counters=counters)
     return counters
 
 
-def _session_for(kind: str, context: StepContext) -> AbstractContextManager[object]:
+def _session_for(kind: StepKind, context: StepContext) -> AbstractContextManager[object]:
     """A Spark step runs with its own Spark options on the worker's session; the other
     kinds never import PySpark."""
-    if not kind.startswith("spark."):
+    if not kind.spark:
         return nullcontext()
     from processes.step_kinds.spark_progress import logged_step_session
 

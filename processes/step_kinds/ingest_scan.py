@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from batches.ingest.scan import scan
-from processes.step_kinds import Counters, StepContext, register
+from batches.locations import StepLocations, check_scan_locations
+from processes.step_kinds import Counters, Prop, StepContext, StepKind, register
 
 
-@register("ingest.scan")
 def ingest_scan(context: StepContext) -> Counters:
     result = scan(
         context.step.pk,
@@ -14,6 +14,7 @@ def ingest_scan(context: StepContext) -> Counters:
         run_id=context.step_run_id,
         progress=context.options.get("progress"),
     )
+    context.record_input(context.properties("scan")["location"])
     context.log(
         "scan_summary",
         f"listed {result.listed} keys in {result.list_calls} calls, registered "
@@ -26,3 +27,30 @@ def ingest_scan(context: StepContext) -> Counters:
         "scan",
     )
     return result.counters()
+
+
+KIND = register(
+    StepKind(
+        "ingest.scan",
+        ingest_scan,
+        # The scan reads its own defaults (batches.ingest.scan.ScanOptions).
+        properties={
+            "scan": {
+                "location": Prop(help="the folder or prefix to list (required)"),
+                "server": Prop(help="the granted server to list it with"),
+                "min_age_seconds": Prop(help="seconds a file must be old to be taken"),
+                "hold_seconds": Prop(help="seconds a held file waits"),
+                "in_flight_patterns": Prop(help="names being written, skipped"),
+                "include": Prop(help="the file names this step takes (fnmatch patterns)"),
+                "max_files": Prop(help="the most files one scan registers"),
+                "reconcile_every": Prop(help="a full listing every so many scans"),
+                "on_overwrite": Prop(help="a file rewritten in place: ignore or reprocess"),
+                "page_size": Prop(help="keys listed per call"),
+                "region": Prop(help="the object store's region"),
+            }
+        },
+        locations=StepLocations(
+            "scan", ("location", "server", "endpoint_url"), check_scan_locations
+        ),
+    )
+)

@@ -56,8 +56,8 @@ from pyspark.sql import functions as F
 
 from batches.models import EventManifest
 from batches.tables import team_warehouse
-from processes.step_kinds.checks import check_manifest_name
 from processes.step_kinds.shred import HASHES, hashes_of
+from processes.step_kinds.spark_shred import check_manifest_name
 
 PAIR_SCHEMA = "event_id string, event_fingerprint string"
 HASH_SCHEMA = "event_hash long, pair_hash long"

@@ -18,7 +18,14 @@ from typing import Any
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from processes.step_kinds import Counters, StepContext, register
+from processes.step_kinds import (
+    Counters,
+    Prop,
+    PropertyGroups,
+    StepContext,
+    StepKind,
+    register,
+)
 
 DOTTED_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\Z")
 
@@ -73,7 +80,6 @@ def needs_jvm(exc: BaseException) -> str | None:
     return f"`{parameters.get('attr_name', 'a JVM attribute')}`"
 
 
-@register("python.callable")
 def python_callable(context: StepContext) -> Counters:
     path = context.properties("callable").get("path")
     if not path:
@@ -102,3 +108,26 @@ def python_callable(context: StepContext) -> Counters:
     counters = dict(result) if isinstance(result, dict) else {}
     counters.setdefault("called", path)
     return counters
+
+
+def check_path(properties: PropertyGroups) -> None:
+    path = properties.get("callable", {}).get("path")
+    if path:
+        resolve(str(path))
+
+
+KIND = register(
+    StepKind(
+        "python.callable",
+        python_callable,
+        properties={
+            "callable": {
+                "path": Prop(
+                    help="the function's dotted path, under BDRE_CALLABLES; none: "
+                    "a placeholder step that calls nothing"
+                ),
+            }
+        },
+        checks=(check_path,),
+    )
+)

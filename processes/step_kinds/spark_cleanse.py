@@ -14,20 +14,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
+from lineage.models import QueryKind
 from lineage.steps import StepLineage, Write, table_name
-from processes.step_kinds import Counters, StepContext, register
-from processes.step_kinds.spark_io import (
-    input_batches,
-    read_table,
-    record_lineage,
-    start,
-    write_batch,
-)
-from processes.step_kinds.spark_session import get_spark
+from processes.step_kinds import Counters, Prop, StepContext, StepKind, Table, register
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 TYPES = {
     "string": "string",
@@ -64,6 +58,8 @@ def parse_rules(text: str) -> list[Rule]:
 def validate(df: DataFrame, rules: list[Rule]) -> tuple[DataFrame, DataFrame]:
     """The valid rows (declared fields cast to their types, other columns kept) and the
     invalid ones (as they came, plus ``reason``)."""
+    from pyspark.sql import functions as F
+
     checks = []
     for rule in rules:
         if rule.name not in df.columns:
@@ -122,10 +118,17 @@ def lineage(
     )
 
 
-@register("spark.cleanse")
 def spark_cleanse(context: StepContext) -> Counters:
+    from processes.step_kinds.spark_io import (
+        input_batches,
+        read_table,
+        start,
+        write_batch,
+    )
+    from processes.step_kinds.spark_session import get_spark
+
     props = context.properties("cleanse")
-    rules = parse_rules(props.get("rules", "[]"))
+    rules = parse_rules(props["rules"])
     spark = get_spark()
     start(context, spark)
     source = read_table(context, spark, props["source_table"], input_batches(context)).drop(
@@ -133,16 +136,13 @@ def spark_cleanse(context: StepContext) -> Counters:
     )
     valid, invalid = validate(source, rules)
     valid, invalid = valid.cache(), invalid.cache()
-    clean_table = props.get("clean_table", f"default.{context.step.name}_clean")
-    invalid_table = props.get("invalid_table", f"default.{context.step.name}_invalid")
+    clean_table, invalid_table = props["clean_table"], props["invalid_table"]
     clean_db, _, clean = clean_table.rpartition(".")
     bad_db, _, bad = invalid_table.rpartition(".")
     write_batch(valid, context, clean_db or "default", clean)
     write_batch(invalid, context, bad_db or "default", bad, comments="rows that failed cleansing")
-    record_lineage(
-        context,
-        "spark.cleanse",
-        describe=lambda: lineage(
+    context.record_lineage(
+        lambda: lineage(
             props["source_table"],
             source,
             rules,
@@ -152,3 +152,24 @@ def spark_cleanse(context: StepContext) -> Counters:
     )
     rows_out, bad_rows = valid.count(), invalid.count()
     return {"rows_in": rows_out + bad_rows, "rows_out": rows_out, "bad_rows": bad_rows}
+
+
+KIND = register(
+    StepKind(
+        "spark.cleanse",
+        spark_cleanse,
+        properties={
+            "cleanse": {
+                "source_table": Prop(help="the table read (db.table; required)"),
+                "clean_table": Prop("default.{step}_clean", "valid rows, cast (db.table)"),
+                "invalid_table": Prop(
+                    "default.{step}_invalid", "invalid rows, with every reason (db.table)"
+                ),
+                "rules": Prop("[]", "a JSON list of fields: name, type, required, pattern"),
+            }
+        },
+        writes=(Table("cleanse", "clean_table"), Table("cleanse", "invalid_table")),
+        query_kind=QueryKind.SPARK_CLEANSE,
+        spark=True,
+    )
+)

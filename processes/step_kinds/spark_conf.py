@@ -234,12 +234,15 @@ def _refusal(key: str) -> str | None:
     return "not a Spark option (spark.*)"
 
 
-def check_spark_queue(kind: str, properties: Mapping[str, Mapping[str, object]]) -> None:
-    """A step's ``run.spark_queue``: one of ``BDRE_SPARK_QUEUES``, on a Spark step."""
+def check_spark_queue(
+    kind: str, properties: Mapping[str, Mapping[str, object]], *, spark: bool
+) -> None:
+    """A step's ``run.spark_queue``: one of ``BDRE_SPARK_QUEUES``, on a Spark step (``spark``:
+    its kind runs on Spark)."""
     queue = properties.get("run", {}).get("spark_queue")
     if queue is None:
         return
-    if not kind.startswith("spark."):
+    if not spark:
         raise RefusedSparkOption(
             f"run.spark_queue: only Spark steps (spark.*) go to a Spark queue; this is "
             f"{kind or 'a job'}: set it on its Spark steps"
@@ -251,12 +254,15 @@ def check_spark_queue(kind: str, properties: Mapping[str, Mapping[str, object]])
         )
 
 
-def step_options(kind: str, properties: Mapping[str, Mapping[str, object]]) -> dict[str, str]:
-    """The Spark options a step of ``kind`` sets for itself (its ``spark`` properties), or
+def step_options(
+    kind: str, properties: Mapping[str, Mapping[str, object]], *, spark: bool
+) -> dict[str, str]:
+    """The Spark options a step of ``kind`` (on Spark if ``spark``) sets for itself (its
+    ``spark`` properties), or
     :class:`RefusedSparkOption` for the first it may not set. The registry asks when the
     properties are registered, the step again when it runs (a row changed since)."""
     options = {key: str(value) for key, value in properties.get(STEP_GROUP, {}).items()}
-    if options and not kind.startswith("spark."):
+    if options and not spark:
         raise RefusedSparkOption(
             f"only Spark steps (spark.*) take {STEP_GROUP} options; this is "
             f"{kind or 'a job'}: set them on its Spark steps"

@@ -11,15 +11,25 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from django.conf import settings
 
-from batches.locations import spark_path
+from batches.locations import StepLocations, spark_path
+from lineage.models import QueryKind
 from lineage.steps import StepLineage, Write, jdbc_name, table_name
-from processes.step_kinds import Counters, StepContext, register
-from processes.step_kinds.spark_io import input_batches, read_table, record_lineage, start
-from processes.step_kinds.spark_session import get_spark
+from processes.step_kinds import (
+    Counters,
+    Prop,
+    PropertyGroups,
+    RefusedProperty,
+    StepContext,
+    StepKind,
+    register,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +51,7 @@ def delete_exported(
     whose ``sessionInitStatement`` is the DELETE, run on the connection before its query,
     which selects nothing. Reading the query's schema fails when the table does not exist
     yet, and then nothing was exported before. ``table`` passed the registry's check
-    (``checks.JDBC_TABLE``); the ids are integers."""
+    (:data:`JDBC_TABLE`); the ids are integers."""
     if not batches:
         return
     ids = ", ".join(str(int(b)) for b in batches)
@@ -77,40 +87,116 @@ def lineage(
     return StepLineage(f"spark.export: {origin} into {destination}", [written])
 
 
-@register("spark.export")
 def spark_export(context: StepContext) -> Counters:
+    from pyspark.sql import functions as F
+
+    from processes.step_kinds.spark_io import input_batches, read_table, start
+    from processes.step_kinds.spark_session import get_spark
+
     props = context.properties("export")
-    fmt = props.get("format", "parquet")
+    try:
+        check_export({"export": props})
+    except RefusedProperty as exc:
+        context.log("export.refused", str(exc), "security")
+        raise
+    fmt = props["format"]
+    if fmt not in FORMATS:
+        raise ValueError(f"export.format must be csv, parquet or jdbc, got {fmt!r}")
+    named = destinations({"export": props})
+    if not named:
+        raise ValueError(
+            "export.location is required for csv and parquet, export.jdbc_url and "
+            "export.jdbc_table for jdbc"
+        )
+    destination = named[0]
     spark = get_spark()
     start(context, spark)
     df = read_table(context, spark, props["source_table"], input_batches(context)).cache()
     rows = df.count()
     cast: tuple[str, ...] = ()  # the columns converted on the way
     if fmt in ("csv", "parquet"):
-        location = spark_path(props["location"].rstrip("/"))
+        location = spark_path(destination)
         writer = df.write.mode("overwrite").option("partitionOverwriteMode", "dynamic")
         writer = writer.partitionBy("batch_id")
         if fmt == "csv":
             writer.option("header", "true").csv(location)
         else:
             writer.parquet(location)
-        destination = props["location"].rstrip("/")
-    elif fmt == "jdbc":
+    else:
         options = {"url": props["jdbc_url"], "dbtable": props["jdbc_table"]}
         if props.get("jdbc_driver"):
             options["driver"] = props["jdbc_driver"]
-        mode = props.get("mode", "append")
+        mode = props["mode"]
         if mode == "append":
             delete_exported(spark, options, props["jdbc_table"], input_batches(context))
         df.withColumn("batch_id", F.col("batch_id").cast("long")).write.format("jdbc").options(
             **options
         ).mode(mode).save()
-        destination, cast = jdbc_name(props["jdbc_url"], props["jdbc_table"]), ("batch_id",)
-    else:
-        raise ValueError(f"export.format must be csv, parquet or jdbc, got {fmt!r}")
-    record_lineage(
-        context,
-        "spark.export",
-        describe=lambda: lineage(props["source_table"], df, destination, cast=cast),
-    )
+        cast = ("batch_id",)
+    context.record_lineage(lambda: lineage(props["source_table"], df, destination, cast=cast))
     return {"rows_out": rows, "format": fmt}
+
+
+FORMATS = ("csv", "parquet", "jdbc")
+# A database table an export writes: a name, or schema.name (catalog.schema.name), unquoted:
+# it goes into the statement that replaces an earlier attempt's rows (delete_exported).
+JDBC_TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*){0,2}")
+MODES = ("append", "overwrite")
+
+
+def check_export(properties: PropertyGroups) -> None:
+    """An export's ``jdbc_driver`` must be one of ``BDRE_JDBC_DRIVERS``: Spark loads the class
+    by its name, which runs its static code. Its ``jdbc_table`` is a plain name, and its
+    ``mode`` one Spark and BDRE's rerun rule know."""
+    export = properties.get("export", {})
+    driver = str(export.get("jdbc_driver") or "")
+    if driver and driver not in settings.BDRE_JDBC_DRIVERS:
+        raise RefusedProperty(
+            f"export.jdbc_driver {driver!r} is not one of BDRE_JDBC_DRIVERS: "
+            f"{', '.join(settings.BDRE_JDBC_DRIVERS)}"
+        )
+    table = export.get("jdbc_table")
+    if table is not None and not JDBC_TABLE.fullmatch(str(table)):
+        raise RefusedProperty(
+            f"export.jdbc_table must be a plain table name (name or schema.name: letters, "
+            f"digits, _ and $), got {table!r}"
+        )
+    mode = export.get("mode")
+    if mode is not None and str(mode) not in MODES:
+        raise RefusedProperty(f"export.mode must be append or overwrite, got {mode!r}")
+
+
+def destinations(properties: PropertyGroups) -> list[str]:
+    """Where the export writes, outside the warehouse: its folder (each batch in
+    ``batch_id=<id>`` below it), or its database table (``lineage.steps.jdbc_name``, no
+    credentials), whose rows of a batch an export replaces."""
+    export = properties.get("export", {})
+    location = str(export.get("location") or "").rstrip("/")
+    url, table = str(export.get("jdbc_url") or ""), str(export.get("jdbc_table") or "")
+    if str(export.get("format") or "parquet") == "jdbc":
+        return [jdbc_name(url, table)] if url and table else []
+    return [location] if location else []
+
+
+KIND = register(
+    StepKind(
+        "spark.export",
+        spark_export,
+        properties={
+            "export": {
+                "source_table": Prop(help="the table exported (db.table; required)"),
+                "format": Prop("parquet", f"one of {', '.join(FORMATS)}"),
+                "location": Prop(help="csv, parquet: the folder written (a URI)"),
+                "jdbc_url": Prop(help="jdbc: the database, a URL granted to the team"),
+                "jdbc_table": Prop(help="jdbc: the table written (name or schema.name)"),
+                "jdbc_driver": Prop(help="jdbc: the driver class, one of BDRE_JDBC_DRIVERS"),
+                "mode": Prop("append", "jdbc: append (a batch's rows replaced) or overwrite"),
+            }
+        },
+        locations=StepLocations("export", ("location", "jdbc_url")),
+        query_kind=QueryKind.SPARK_EXPORT,
+        checks=(check_export,),
+        spark=True,
+        destinations=destinations,
+    )
+)

@@ -3,7 +3,7 @@ writing per-batch partitions and registering tables. Transforms live beside each
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pyspark.sql import DataFrame, SparkSession
@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from batches import tables
 from batches.locations import LocationRefused, TeamStorage, spark_path
 from batches.models import HiveTable
-from lineage.steps import StepLineage, folder_of, record_step
+from lineage.steps import folder_of, table_name
 from processes.models import InstanceExec
 from processes.step_kinds import StepContext
 from processes.step_kinds.spark_conf import STEP_GROUP
@@ -79,17 +79,13 @@ def readable_files(context: StepContext) -> list[str]:
     except LocationRefused as exc:
         context.log("location.refused", str(exc), "security")
         raise
+    context.record_input(*input_folders(context))
     return paths
 
 
 def input_folders(context: StepContext) -> list[str]:
     """The folders of the files the step claimed: what its lineage names as its input."""
     return sorted({folder_of(f.path) for f in context.files})
-
-
-def record_lineage(context: StepContext, kind: str, describe: Callable[[], StepLineage]) -> None:
-    """The step run's column lineage (:func:`lineage.steps.record_step`), never its failure."""
-    record_step(kind, process_id=context.step.pk, run_id=context.step_run_id, describe=describe)
 
 
 class PartitionWrittenTwice(RuntimeError):
@@ -122,9 +118,7 @@ def write_batch(
     partition = f"{location}/{BATCH_COLUMN}={context.target_batch_id}"
     df = df.drop(BATCH_COLUMN)
     df.write.mode("overwrite").parquet(partition)
-    # Kept on the run as soon as written: a failed step still says what it touched.
-    context.outputs.append(written)
-    InstanceExec.objects.filter(pk=context.step_run_id).update(outputs=context.outputs)
+    context.record_output(written)
     return tables.register_written(
         destination,
         bus_domain_id=context.step.bus_domain_id,
@@ -161,6 +155,7 @@ def read_table(
     context: StepContext, spark: SparkSession, name: str, batch_ids: list[int] | None = None
 ) -> DataFrame:
     table = registered(context, name)
+    context.record_input(table_name(name))
     df = spark.read.parquet(table.location)
     if batch_ids is not None and table.batch_id_partition_col:
         df = df.filter(F.col(table.batch_id_partition_col).isin(batch_ids))

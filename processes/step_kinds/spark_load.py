@@ -7,19 +7,14 @@ the files' folder to the tables, is recorded as the run's lineage (``lineage.ste
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
+from lineage.models import QueryKind
 from lineage.steps import StepLineage, Write, table_name
-from processes.step_kinds import Counters, StepContext, register
-from processes.step_kinds.spark_io import (
-    input_folders,
-    readable_files,
-    record_lineage,
-    start,
-    write_batch,
-)
-from processes.step_kinds.spark_session import get_spark
+from processes.step_kinds import Counters, Prop, StepContext, StepKind, Table, register
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 FORMATS = ("csv", "tsv", "json", "parquet", "text")
 CORRUPT = "_corrupt_record"
@@ -30,6 +25,8 @@ def read_raw(
 ) -> DataFrame:
     """The files as rows, with ``source_file`` and, where rows can fail to parse, the raw
     text of those that did in ``_corrupt_record``."""
+    from pyspark.sql import functions as F
+
     if fmt not in FORMATS:
         raise ValueError(f"load.format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     reader = spark.read
@@ -50,6 +47,8 @@ def read_raw(
 
 def split_corrupt(df: DataFrame, fmt: str) -> tuple[DataFrame, DataFrame]:
     """Rows that parsed, and the others with the reason."""
+    from pyspark.sql import functions as F
+
     if CORRUPT not in df.columns:
         return df, df.sparkSession.createDataFrame(
             [], "line string, source_file string, reason string"
@@ -96,23 +95,29 @@ def lineage(
     return StepLineage(f"spark.load: {fmt} files of {', '.join(folders)} into {targets}", writes)
 
 
-@register("spark.load")
 def spark_load(context: StepContext) -> Counters:
+    from processes.step_kinds.spark_io import (
+        input_folders,
+        readable_files,
+        start,
+        write_batch,
+    )
+    from processes.step_kinds.spark_session import get_spark
+
     props = context.properties("load")
-    fmt = props.get("format", "csv")
-    table = props.get("table", f"default.{context.step.name}")
+    fmt, table = props["format"], props["table"]
     database, _, name = table.rpartition(".")
     if not context.files:
         return {"files": 0, "rows_in": 0, "rows_out": 0, "bad_rows": 0}
     spark = get_spark()
     start(context, spark)
-    schema = props.get("schema", "")
+    schema = props["schema"]
     raw = read_raw(
         spark,
         readable_files(context),  # checked as they are now, right before Spark reads them
         fmt,
         schema=schema,
-        header=props.get("header", "true").lower() == "true",
+        header=props["header"].lower() == "true",
     )
     good, bad = split_corrupt(raw, fmt)
     good = good.cache()
@@ -123,10 +128,8 @@ def spark_load(context: StepContext) -> Counters:
             bad, context, database or "default", f"{name}_bad", comments="rows that failed to load"
         )
     folders = input_folders(context)
-    record_lineage(
-        context,
-        "spark.load",
-        describe=lambda: lineage(
+    context.record_lineage(
+        lambda: lineage(
             folders, raw, fmt, table, good, bad if bad_rows else None, declared=bool(schema)
         ),
     )
@@ -136,3 +139,22 @@ def spark_load(context: StepContext) -> Counters:
         "rows_out": rows_out,
         "bad_rows": bad_rows,
     }
+
+
+KIND = register(
+    StepKind(
+        "spark.load",
+        spark_load,
+        properties={
+            "load": {
+                "format": Prop("csv", f"the files' format: {', '.join(FORMATS)}"),
+                "table": Prop("default.{step}", "the table written (db.table)"),
+                "schema": Prop("", "a DDL string (id INT, name STRING); inferred if empty"),
+                "header": Prop("true", "csv and tsv files start with a header line"),
+            }
+        },
+        writes=(Table("load", "table"),),
+        query_kind=QueryKind.SPARK_LOAD,
+        spark=True,
+    )
+)

@@ -18,17 +18,30 @@ statement is checked before anything else, and a refused one fails the run with 
 
 from __future__ import annotations
 
-from pyspark.errors import PySparkException
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING
 
 from batches import tables
 from bdre.sql_parse import StatementTooDeep
 from lineage.extract import record_query
 from lineage.models import LineageQuery, QueryKind
-from processes.step_kinds import Counters, StepContext, register
-from processes.step_kinds.spark_io import input_batches, start, team_of, write_batch
-from processes.step_kinds.spark_session import get_spark
-from processes.step_kinds.sql_guard import RefusedStatement, check_statement, render
+from processes.step_kinds import (
+    Counters,
+    Prop,
+    PropertyGroups,
+    StepContext,
+    StepKind,
+    Table,
+    register,
+)
+from processes.step_kinds.sql_guard import (
+    RefusedStatement,
+    check_query,
+    check_statement,
+    render,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def register_tables(spark: SparkSession, team_id: int) -> list[str]:
@@ -64,6 +77,8 @@ def register_tables(spark: SparkSession, team_id: int) -> list[str]:
 def not_readable(exc: Exception, team_id: int) -> tables.TableNotReadable | None:
     """Spark's "table not found" as the error a step gets for a table its team may not read
     (the name, and what it may read); None for any other error."""
+    from pyspark.errors import PySparkException
+
     if not isinstance(exc, PySparkException) or exc.getCondition() != "TABLE_OR_VIEW_NOT_FOUND":
         return None
     relation = (exc.getMessageParameters() or {}).get("relationName", "")
@@ -88,14 +103,19 @@ def table_schemas(spark: SparkSession, names: list[str]) -> dict[str, dict[str, 
     return schema
 
 
-def trace_lineage(spark: SparkSession, query: LineageQuery, tables: list[str], output: str) -> None:
+def trace_lineage(
+    spark: SparkSession, query: LineageQuery, tables: list[str], output: str
+) -> list[str]:
+    """The query's column lineage, kept; the tables it reads (none when it cannot be read)."""
     # Lineage is a record of the step, never a reason for it to fail: any error is kept on
     # the query instead.
     try:
-        record_query(query, schema=table_schemas(spark, tables), target=output)
+        extracted = record_query(query, schema=table_schemas(spark, tables), target=output)
     except Exception as exc:
         query.parse_error = f"lineage failed: {exc}"[:2000]
         query.save(update_fields=["parse_error"])
+        return []
+    return extracted.sources if extracted is not None else []
 
 
 def check_with_spark(spark: SparkSession, statement: str) -> None:
@@ -121,12 +141,14 @@ def check_with_spark(spark: SparkSession, statement: str) -> None:
         ) from exc
 
 
-@register("spark.sql")
 def spark_sql(context: StepContext) -> Counters:
+    from processes.step_kinds.spark_io import input_batches, start, team_of, write_batch
+    from processes.step_kinds.spark_session import get_spark
+
     props = context.properties("sql")
     if not props.get("query"):
         raise ValueError(f"{context.step.name}: property sql.query is required")
-    output = props.get("output_table", f"default.{context.step.name}")
+    output = props["output_table"]
     database, _, table = output.rpartition(".")
     statement = render(props["query"], input_batches(context), context.target_batch_id)
     spark = get_spark()
@@ -138,7 +160,7 @@ def spark_sql(context: StepContext) -> Counters:
         raise
     query = LineageQuery.objects.create(
         query_string=statement,
-        query_type_id=QueryKind.SPARK_SQL,
+        query_type_id=context.kind.query_kind or QueryKind.SPARK_SQL,
         process=context.step,
         instance_exec_id=context.step_run_id,
     )
@@ -147,7 +169,7 @@ def spark_sql(context: StepContext) -> Counters:
     # Before the query runs: a name shared read-only, or another team's folder, is refused.
     tables.writable_table(team_id, database or "default", table)
     readable = register_tables(spark, team_id)
-    trace_lineage(spark, query, readable, f"{database or 'default'}.{table}")
+    context.record_input(*trace_lineage(spark, query, readable, f"{database or 'default'}.{table}"))
     try:
         result = spark.sql(statement).cache()
     except Exception as exc:
@@ -158,3 +180,30 @@ def spark_sql(context: StepContext) -> Counters:
         raise refused from None
     write_batch(result, context, database or "default", table, comments=statement)
     return {"rows_out": result.count(), "tables_read": len(spark.catalog.listTables())}
+
+
+def check_sql(properties: PropertyGroups) -> None:
+    query = properties.get("sql", {}).get("query")
+    if query:
+        check_query(str(query))
+
+
+KIND = register(
+    StepKind(
+        "spark.sql",
+        spark_sql,
+        properties={
+            "sql": {
+                "query": Prop(
+                    help="one SELECT over the team's tables; {batch_ids} and "
+                    "{target_batch_id} stand for the batches (required)"
+                ),
+                "output_table": Prop("default.{step}", "the table written (db.table)"),
+            }
+        },
+        writes=(Table("sql", "output_table"),),
+        query_kind=QueryKind.SPARK_SQL,
+        checks=(check_sql,),
+        spark=True,
+    )
+)

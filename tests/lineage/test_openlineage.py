@@ -275,11 +275,14 @@ def test_an_export_to_a_database_names_it_without_its_credentials(team, events):
     step = StepFactory(parent__bus_domain=team.application, process_type_id=EXPORT)
     for key, value in {
         "source_table": "lake.orders",
+        "format": "jdbc",
         "jdbc_url": "jdbc:postgresql://bob:secret@db:5432/app?ssl=true",
         "jdbc_table": "public.orders",
     }.items():
         PropertyFactory(process=step, config_group="export", key=key, value=value)
-    run = InstanceExecFactory(process=step, parent=InstanceExecFactory(process=step.parent))
+    run = InstanceExecFactory(
+        process=step, parent=InstanceExecFactory(process=step.parent), inputs=["lake.orders"]
+    )
     query = LineageQueryFactory(process=step, instance_exec=run)
     source = table("lake.orders", team.group.pk)
     target = table("jdbc:postgresql://db:5432/app#public.orders", team.group.pk)

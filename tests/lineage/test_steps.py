@@ -19,6 +19,7 @@ from lineage.steps import (
     record_step,
     table_name,
 )
+from processes.step_kinds import spec_of
 from tests.helpers.factories import InstanceExecFactory, JobFactory, StepFactory
 
 pytestmark = pytest.mark.django_db
@@ -38,7 +39,9 @@ def orders_cleansed() -> StepLineage:
 
 def run(step, kind: str, describe) -> LineageQuery:
     exec_ = InstanceExecFactory(process=step)
-    query = record_step(kind, process_id=step.pk, run_id=exec_.pk, describe=describe)
+    query = record_step(
+        kind, spec_of(kind).query_kind, process_id=step.pk, run_id=exec_.pk, describe=describe
+    )
     assert query is not None
     return query
 
@@ -102,14 +105,26 @@ def test_a_rerun_reuses_the_nodes_and_has_its_own_relations(team):
 def test_recording_a_run_again_replaces_its_relations(team):
     step = step_of(team.application)
     exec_ = InstanceExecFactory(process=step)
-    record_step("spark.cleanse", process_id=step.pk, run_id=exec_.pk, describe=orders_cleansed)
+    record_step(
+        "spark.cleanse",
+        QueryKind.SPARK_CLEANSE,
+        process_id=step.pk,
+        run_id=exec_.pk,
+        describe=orders_cleansed,
+    )
 
     def fewer() -> StepLineage:
         clean = Write("lake.orders", ["id"])
         clean.feed("lake.orders_raw", "id", "id", "cast")
         return StepLineage("again", [clean])
 
-    query = record_step("spark.cleanse", process_id=step.pk, run_id=exec_.pk, describe=fewer)
+    query = record_step(
+        "spark.cleanse",
+        QueryKind.SPARK_CLEANSE,
+        process_id=step.pk,
+        run_id=exec_.pk,
+        describe=fewer,
+    )
     assert query is not None
     assert LineageQuery.objects.filter(instance_exec=exec_).count() == 1
     assert edges(query) == {
@@ -191,7 +206,13 @@ def test_a_database_lost_while_recording_never_fails_the_step(team, monkeypatch)
     exec_ = run(step, "spark.cleanse", orders_cleansed).instance_exec
     monkeypatch.setattr(lineage.steps, "_store", lost)
     monkeypatch.setattr(LineageQuery, "save", lost)
-    record_step("spark.cleanse", process_id=step.pk, run_id=exec_.pk, describe=orders_cleansed)
+    record_step(
+        "spark.cleanse",
+        QueryKind.SPARK_CLEANSE,
+        process_id=step.pk,
+        run_id=exec_.pk,
+        describe=orders_cleansed,
+    )
     assert LineageQuery.objects.filter(instance_exec=exec_).count() == 1
 
 

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import itertools
 import sys
 
 from django.core.management.base import BaseCommand
 
 from batches.locations import rows_outside
+from processes.step_kinds.checks import steps_outside
 
 
 class Command(BaseCommand):
@@ -16,7 +18,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **options: object) -> None:
         found = 0
-        for row in rows_outside():
+        for row in itertools.chain(steps_outside(), rows_outside()):
             found += 1
             self.stdout.write(
                 f"{row.kind} {row.row_id} (team {row.team_id}): {row.location}\n  {row.reason}"

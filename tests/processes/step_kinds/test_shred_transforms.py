@@ -12,7 +12,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from processes.step_kinds import shred
 from processes.step_kinds.enriched_fields import FIELDS
-from processes.step_kinds.spark_shred import STRATEGIES, shred_and_dedupe
+from processes.step_kinds.shred_runner import STRATEGIES, shred_and_dedupe
 from tests.helpers.enriched import EventFactory, line_of
 
 

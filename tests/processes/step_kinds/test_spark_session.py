@@ -15,6 +15,7 @@ from typing import Any, cast
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
+from processes.step_kinds.checks import check_step_properties
 from processes.step_kinds.spark_conf import (
     SANDBOX_CONF,
     STEP_GROUP,
@@ -139,7 +140,7 @@ def test_the_event_log_goes_under_the_warehouse_in_a_folder_made_for_it(settings
 )
 def test_a_spark_step_may_set_runtime_sql_options_with_values_of_their_type(key, value, set_as):
     properties = {STEP_GROUP: {key: value}, "load": {"x": "y"}}
-    assert step_options("spark.load", properties) == {key: set_as}
+    assert step_options("spark.load", properties, spark=True) == {key: set_as}
 
 
 @pytest.mark.parametrize(
@@ -163,13 +164,13 @@ def test_a_spark_step_may_set_runtime_sql_options_with_values_of_their_type(key,
 )
 def test_a_badly_typed_value_is_refused_with_the_option_and_what_it_expects(key, value, expected):
     with pytest.raises(RefusedSparkOption) as refused:
-        step_options("spark.sql", {STEP_GROUP: {key: value}})
+        step_options("spark.sql", {STEP_GROUP: {key: value}}, spark=True)
     assert str(refused.value).startswith(f"spark option {key}: {value!r} is not {expected}")
 
 
 def test_a_step_without_spark_options_sets_none():
-    assert step_options("spark.sql", {"sql": {"query": "SELECT 1"}}) == {}
-    assert step_options("python.callable", {}) == {}
+    assert step_options("spark.sql", {"sql": {"query": "SELECT 1"}}, spark=True) == {}
+    assert step_options("python.callable", {}, spark=False) == {}
 
 
 @pytest.mark.parametrize(
@@ -196,13 +197,15 @@ def test_a_step_without_spark_options_sets_none():
 )
 def test_what_a_step_may_not_set_is_refused_with_the_reason(key, reason):
     with pytest.raises(RefusedSparkOption, match=f"spark option {key}: .*{reason}"):
-        step_options("spark.sql", {STEP_GROUP: {"spark.sql.shuffle.partitions": "8", key: "x"}})
+        step_options(
+            "spark.sql", {STEP_GROUP: {"spark.sql.shuffle.partitions": "8", key: "x"}}, spark=True
+        )
 
 
 @pytest.mark.parametrize("kind", ["python.callable", "ingest.scan", ""])
 def test_only_spark_steps_take_spark_options(kind):
     with pytest.raises(RefusedSparkOption, match="only Spark steps"):
-        step_options(kind, {STEP_GROUP: {"spark.sql.shuffle.partitions": "8"}})
+        check_step_properties(kind, {STEP_GROUP: {"spark.sql.shuffle.partitions": "8"}}, team_id=0)
 
 
 # --- per-step options: set for the step, put back after it -----------------------------------

@@ -19,7 +19,7 @@ from processes import orchestrator
 from processes.models import InstanceExec, Property
 from processes.step_kinds import shred
 from processes.step_kinds.manifest import open_manifest
-from processes.step_kinds.spark_shred import STRATEGIES, shred_and_dedupe
+from processes.step_kinds.shred_runner import STRATEGIES, shred_and_dedupe
 from tests.helpers.enriched import CONTEXTS_SCHEMA, EventFactory, line_of
 from tests.helpers.pipelines import shred_pipeline
 

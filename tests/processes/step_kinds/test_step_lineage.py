@@ -210,6 +210,7 @@ def test_an_export_to_a_database_names_its_table_without_credentials(team, spark
     destination = "jdbc:postgresql://db:5432/app#public.names"
     query = record_step(
         "spark.export",
+        QueryKind.SPARK_EXPORT,
         process_id=step.pk,
         run_id=InstanceExecFactory(process=step).pk,
         describe=lambda: spark_export.lineage("lake.names", frame, destination, cast=("batch_id",)),
