@@ -12,7 +12,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from batches import queue, selectors, tables
+from batches import file_batches, queue, selectors, tables
 from batches.filters import ArchiveFilter, BatchFilter, FileFilter, QueueFilter
 from batches.locations import LocationRefused
 from batches.models import (
@@ -224,7 +224,7 @@ class FileViewSet(
         ):
             return Response({"server_id": ["Unknown server."]}, status=status.HTTP_400_BAD_REQUEST)
         try:
-            batch, created = queue.register_file_once(
+            batch, created = file_batches.register_file_once(
                 source_process_id=args["source_process_id"],
                 path=args["path"],
                 file_size=args["file_size"],

@@ -1,5 +1,6 @@
-"""The batch queue: enqueue, register a file into a new batch, requeue and discard dead
-letters, and BDRE's GetFiles. Each function is one transaction.
+"""The batch queue: enqueue, requeue and discard dead letters. Each function is one
+transaction. (A file registered into a new batch, and BDRE's GetFiles, are
+:mod:`batches.file_batches`'.)
 
 Every state change of a claimed row is a function here too, called by the job lifecycle
 (``processes.lifecycle``) inside its own transactions, under its locks: :func:`claim`,
@@ -14,19 +15,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 
-from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Q, QuerySet, Subquery
+from django.db import connection, transaction
+from django.db.models import F, QuerySet, Subquery
 from django.utils import timezone
 
 from batches import events
-from batches.locations import LocationRefused, TeamStorage
 from batches.models import (
     CLAIMABLE_STATES,
     ArchiveConsumpQueue,
     Batch,
     BatchConsumpQueue,
     BatchState,
-    File,
 )
 from bdre.errors import BdreError, Code
 from processes.models import ExecState, InstanceExec, Process
@@ -35,7 +34,7 @@ Queue = BatchConsumpQueue
 CLAIMABLE = CLAIMABLE_STATES
 
 
-def _job(process_id: int) -> Process:
+def job_of(process_id: int) -> Process:
     """A live job; a step stands for its job (BDRE registers files from sub-processes)."""
     process = Process.objects.filter(pk=process_id, deleted=False).select_related("parent").first()
     if process is None:
@@ -58,7 +57,7 @@ def enqueue(
     *, source_batch_id: int, source_process_id: int, process_id: int, batch_marking: str = ""
 ) -> BatchConsumpQueue:
     """Queue ``source_batch_id`` (produced by ``source_process_id``) for the step ``process_id``."""
-    source = _job(source_process_id)
+    source = job_of(source_process_id)
     step = Process.objects.filter(pk=process_id, deleted=False, parent__isnull=False).first()
     if step is None:
         raise BdreError(Code.INVALID_SUB_PROCESS, f"process {process_id} is not a live step")
@@ -161,80 +160,6 @@ def restore_claims(target_batch_ids: Sequence[int], *, now: datetime) -> int:
     Queue.objects.bulk_create(rows)
     ArchiveConsumpQueue.objects.filter(pk__in=[a.pk for a in archived]).delete()
     return len(rows)
-
-
-def register_file(
-    *,
-    source_process_id: int,
-    path: str,
-    file_size: int,
-    file_hash: str,
-    creation_ts: datetime,
-    server_id: int | None = None,
-    batch_marking: str | None = None,
-) -> Batch:
-    """A new batch holding one file, queued for every step downstream of the source job.
-
-    A file already registered (same server, path and hash) is not registered again: its
-    existing batch is returned and nothing is queued twice.
-    """
-    batch, _created = register_file_once(
-        source_process_id=source_process_id,
-        path=path,
-        file_size=file_size,
-        file_hash=file_hash,
-        creation_ts=creation_ts,
-        server_id=server_id,
-        batch_marking=batch_marking,
-    )
-    return batch
-
-
-@transaction.atomic
-def register_file_once(
-    *,
-    source_process_id: int,
-    path: str,
-    file_size: int,
-    file_hash: str,
-    creation_ts: datetime,
-    server_id: int | None = None,
-    batch_marking: str | None = None,
-) -> tuple[Batch, bool]:
-    """:func:`register_file`, also telling whether this call registered the file.
-
-    The path must lie inside the job's team's storage roots (inside the server's root when
-    a server is named): :class:`~batches.locations.LocationRefused` otherwise, before any
-    look-up, so no answer tells whether another team registered that path."""
-    job = _job(source_process_id)
-    if file_size < 0:
-        raise ValueError("file_size must not be negative")
-    team_id = job.bus_domain.team_id
-    storage = TeamStorage(team_id)
-    server = storage.servers.get(server_id) if server_id is not None else None
-    if server_id is not None and server is None:
-        raise LocationRefused(f"server {server_id} is not a server of the team")
-    storage.check(path, server=server)
-    # Registered once per team: another team's registration of the same file (a root granted
-    # to both) is neither returned nor a reason to refuse.
-    same = {"team_id": team_id, "server_id": server_id, "path": path, "file_hash": file_hash}
-    existing = File.objects.filter(**same).first()
-    if existing is not None:
-        return existing.batch, False
-    now = timezone.now()
-    batch = Batch.objects.create(bus_domain_id=job.bus_domain_id, batch_type="file")
-    try:
-        # A concurrent registration of the same file may win the unique index.
-        with transaction.atomic():
-            File.objects.create(batch=batch, file_size=file_size, creation_ts=creation_ts, **same)
-    except IntegrityError:
-        batch.delete()
-        found = File.objects.get(**same)
-        return found.batch, False
-    if batch_marking is None:
-        batch_marking = timezone.localtime(creation_ts).date().isoformat()
-    enqueue_for_downstream(job=job, batch_id=batch.pk, batch_marking=batch_marking, now=now)
-    return batch, True
 
 
 def _locked_row(queue_id: int) -> BatchConsumpQueue:
@@ -608,84 +533,3 @@ def archive(*, target_batch_id: int, now: datetime) -> int:
         )
         cursor.execute(f"DELETE FROM {queue_table} WHERE {where}", params)
         return int(cursor.rowcount)
-
-
-def files_between(*, sub_process_id: int, min_batch_id: int, max_batch_id: int) -> list[File]:
-    """BDRE's GetFiles: the files of the batches from ``min_batch_id`` to ``max_batch_id``
-    queued for the step (live queue or archive). 114 if either batch is not in any queue, or
-    not in this step's; 113 if the two batches belong to different steps."""
-    steps_of: dict[int, set[int]] = {min_batch_id: set(), max_batch_id: set()}
-    for model in (Queue, ArchiveConsumpQueue):
-        for batch_id, step_id in model.objects.filter(
-            source_batch_id__in=[min_batch_id, max_batch_id]
-        ).values_list("source_batch_id", "process_id"):
-            steps_of[batch_id].add(step_id)
-    for batch_id, steps in steps_of.items():
-        if not steps:
-            raise BdreError(Code.BATCH_NOT_QUEUED, f"batch {batch_id}")
-    if not steps_of[min_batch_id] & steps_of[max_batch_id]:
-        raise BdreError(
-            Code.BATCHES_OF_DIFFERENT_STEPS, f"batches {min_batch_id} and {max_batch_id}"
-        )
-    if sub_process_id not in steps_of[min_batch_id] & steps_of[max_batch_id]:
-        raise BdreError(
-            Code.BATCH_NOT_QUEUED,
-            f"batches {min_batch_id}..{max_batch_id} are not queued for step {sub_process_id}",
-        )
-    in_range = Q(source_batch_id__gte=min_batch_id, source_batch_id__lte=max_batch_id)
-    batch_ids = Queue.objects.filter(in_range, process_id=sub_process_id).values("source_batch_id")
-    archived = ArchiveConsumpQueue.objects.filter(in_range, process_id=sub_process_id).values(
-        "source_batch_id"
-    )
-    files: QuerySet[File] = File.objects.filter(
-        Q(batch_id__in=Subquery(batch_ids)) | Q(batch_id__in=Subquery(archived))
-    )
-    return list(files.order_by("batch_id", "id"))
-
-
-@dataclass(frozen=True)
-class NewFile:
-    path: str
-    file_size: int
-    file_hash: str
-    creation_ts: datetime
-
-
-def register_files(
-    *, job: Process, files: Sequence[NewFile], server_id: int | None, now: datetime
-) -> list[int]:
-    """Register many new files at once, inside the caller's transaction: a batch, a ``File``
-    row and a NEW row per downstream step for each, in three bulk statements. The caller has
-    checked they are new; a concurrent registration of one of them raises IntegrityError for
-    the caller to settle (``register_file`` settles it file by file)."""
-    if not files:
-        return []
-    batches = Batch.objects.bulk_create(
-        [Batch(bus_domain_id=job.bus_domain_id, batch_type="file") for _ in files]
-    )
-    File.objects.bulk_create(
-        File(
-            batch=batch,
-            team_id=job.bus_domain.team_id,
-            server_id=server_id,
-            path=f.path,
-            file_size=f.file_size,
-            file_hash=f.file_hash,
-            creation_ts=f.creation_ts,
-        )
-        for batch, f in zip(batches, files, strict=True)
-    )
-    steps = downstream_steps(job)
-    Queue.objects.bulk_create(
-        Queue(
-            source_batch=batch,
-            source_process=job,
-            process_id=step_id,
-            insert_ts=now,
-            batch_state_id=BatchState.NEW,
-            batch_marking=timezone.localtime(f.creation_ts).date().isoformat(),
-        )
-        for batch, f in zip(batches, files, strict=True)
-        for step_id in steps
-    )
-    return [b.pk for b in batches]

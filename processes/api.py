@@ -14,7 +14,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from batches import queue as batch_queue
+from batches import file_batches
 from batches.locations import grants_storage
 from batches.serializers import FileSerializer
 from bdre.access import Role
@@ -209,7 +209,7 @@ class ProcessViewSet(ProcessReplayActions, ScopedViewSet):
         acting_on(request, Process, int(pk), role=Role.VIEWER, unknown=Code.INVALID_SUB_PROCESS)
         query = FilesBetweenInput(data=request.query_params)
         query.is_valid(raise_exception=True)
-        files = batch_queue.files_between(sub_process_id=int(pk), **query.validated_data)
+        files = file_batches.files_between(sub_process_id=int(pk), **query.validated_data)
         return Response(FileSerializer(files, many=True).data)
 
     @extend_schema(request=InitJobInput, responses={201: InitJobResultSerializer, **ERRORS})

@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from bdre.errors import BdreError, Code
 from bdre.jsonlog import run_context
-from processes import lifecycle, logfiles, step_kinds
+from processes import lifecycle, logfiles, run_inputs, step_kinds
 from processes.models import ExecState, InstanceExec, Process, Trigger
 from processes.step_kinds import checks
 from processes.workflow import predecessors, steps_in_order
@@ -150,7 +150,7 @@ def advance(job_run_id: int) -> Advance:
         )
         # A backfill or rewind puts several batches back: each run rebuilds one, and the
         # job runs again while any is left (not after a failure: no storm of retries).
-        again = [job.pk] if lifecycle.has_rebuilds(job.pk) else []
+        again = [job.pk] if run_inputs.has_rebuilds(job.pk) else []
         return Advance(finished=True, downstream=_triggered_by(job) + again)
     handed_out = set(run.plan.get("dispatched", [])) | done | set(states)
     ready = [s.pk for s in steps if s.pk not in handed_out and before[s.pk] <= done]
@@ -168,9 +168,9 @@ def held_by_its_pause(job_id: int) -> bool:
     them). A job with a timed schedule gets them on its next tick all the same."""
     from processes.schedules import runs_on_upstream
 
-    if lifecycle.has_rebuilds(job_id):
+    if run_inputs.has_rebuilds(job_id):
         return True
-    return runs_on_upstream(job_id) and lifecycle.has_queued_input(job_id)
+    return runs_on_upstream(job_id) and run_inputs.has_queued_input(job_id)
 
 
 def _triggered_by(job: Process) -> list[int]:
@@ -278,7 +278,7 @@ def execute_step(
         if exc.code in (Code.SUB_PROCESS_ALREADY_RUNNING, Code.LEASE_LOST, Code.PARENT_NOT_RUNNING):
             return StepOutcome(step_id, "skipped", error=exc.message)
         raise
-    batches = lifecycle.step_batches(target_batch_id, step)
+    batches = run_inputs.step_batches(target_batch_id, step)
     context = step_kinds.StepContext(
         step=step,
         job_run_id=job_run_id,

@@ -41,7 +41,7 @@ from django.db.models import F, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from batches import queue
+from batches import file_batches
 from batches.ingest.storage import (
     NOT_OWN,
     PAGE_SIZE,
@@ -301,7 +301,7 @@ class _Scanner:
         with transaction.atomic():
             # Looked up again: a concurrent scan may have registered some files meanwhile.
             known = self.registered(uris)
-            new: list[queue.NewFile] = []
+            new: list[file_batches.NewFile] = []
             stop_at: str | None = None  # the first key left for the next scan
             for uri, obj in uris.items():
                 previous = known.get(uri, [])
@@ -326,7 +326,7 @@ class _Scanner:
                 if len(new) >= self.remaining():
                     stop_at = obj.key
                     break
-                new.append(queue.NewFile(uri, obj.size, file_hash, obj.last_modified))
+                new.append(file_batches.NewFile(uri, obj.size, file_hash, obj.last_modified))
                 if late and not previous:
                     self.result.late += 1
                     self.log("late_key", f"{uri} appeared below the marker")
@@ -392,18 +392,18 @@ class _Scanner:
             new += 1
         return hashes
 
-    def register(self, new: list[queue.NewFile]) -> list[int]:
+    def register(self, new: list[file_batches.NewFile]) -> list[int]:
         """Register the page's new files; returns the ids of the batches this scan made."""
         try:
             with transaction.atomic():
-                return queue.register_files(
+                return file_batches.register_files(
                     job=self.job, files=new, server_id=self.server_id, now=self.now
                 )
         except IntegrityError:
             # A concurrent scan registered some of these meanwhile: settle them one by one.
             ids = []
             for f in new:
-                batch, created = queue.register_file_once(
+                batch, created = file_batches.register_file_once(
                     source_process_id=self.job.pk,
                     path=f.path,
                     file_size=f.file_size,

@@ -104,6 +104,20 @@ class StepKind:
         return self.destinations(properties) if self.destinations is not None else []
 
 
+def check_value(
+    group: str, key: str, check: Callable[[str], object], *, skip_empty: bool = True
+) -> Callable[[PropertyGroups], None]:
+    """A spec's check of one property: ``check`` its value when the step sets one (with
+    ``skip_empty``, an empty value counts as none)."""
+
+    def checked(properties: PropertyGroups) -> None:
+        value = properties.get(group, {}).get(key)
+        if value is not None and (str(value) or not skip_empty):
+            check(str(value))
+
+    return checked
+
+
 _REGISTRY: dict[str, StepKind] = {}
 
 
@@ -150,7 +164,7 @@ class StepContext:
     step_run_id: int
     target_batch_id: int
     batch_ids: list[int]
-    files: list[Any]  # lifecycle.FileInfo of the claimed batches
+    files: list[Any]  # run_inputs.FileInfo of the claimed batches
     options: dict[str, Any] = field(default_factory=dict)  # from the caller (CLI flags, ...)
     outputs: list[str] = field(default_factory=list)  # tables written so far (db.table)
     inputs: list[str] = field(default_factory=list)  # tables and locations read so far

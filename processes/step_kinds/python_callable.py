@@ -21,9 +21,9 @@ from django.utils.module_loading import import_string
 from processes.step_kinds import (
     Counters,
     Prop,
-    PropertyGroups,
     StepContext,
     StepKind,
+    check_value,
     register,
 )
 
@@ -110,12 +110,6 @@ def python_callable(context: StepContext) -> Counters:
     return counters
 
 
-def check_path(properties: PropertyGroups) -> None:
-    path = properties.get("callable", {}).get("path")
-    if path:
-        resolve(str(path))
-
-
 KIND = register(
     StepKind(
         "python.callable",
@@ -128,6 +122,6 @@ KIND = register(
                 ),
             }
         },
-        checks=(check_path,),
+        checks=(check_value("callable", "path", resolve),),
     )
 )

@@ -14,8 +14,9 @@ from django.utils import timezone
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from processes.step_kinds import Counters, shred
+from processes.step_kinds import Counters, StepContext, shred
 from processes.step_kinds.manifest import Manifest, open_manifest
+from processes.step_kinds.spark_io import readable_files, team_of
 from processes.step_kinds.spark_shred import STRATEGIES
 
 logger = logging.getLogger(__name__)
@@ -170,3 +171,29 @@ def models_of(entities: DataFrame) -> tuple[dict[str, list[str]], dict[str, list
         if column not in json_sources.setdefault(table, []):
             json_sources[table].append(column)
     return models, json_sources
+
+
+def shred_files(
+    context: StepContext, spark: SparkSession, dedup: dict[str, str], enabled: dict[str, bool]
+) -> Shredded:
+    """The claimed files' lines (checked as they are now, right before Spark reads them),
+    parsed and deduplicated against the step's manifest."""
+    raw = spark.read.text(readable_files(context)).select(
+        "value", F.input_file_name().alias("source_file")
+    )
+    return shred_and_dedupe(
+        raw,
+        run_id=context.target_batch_id,
+        manifest=manifest_of(spark, dedup, enabled, team_of(context)),
+        enabled=enabled,
+    )
+
+
+def entity_counts(parsed: DataFrame) -> tuple[int, int]:
+    """The entities read, and those that could not be."""
+    tally = parsed.agg(
+        F.count_if(F.col("_reason").isNull()).alias("good"),
+        F.count_if(F.col("_reason").isNotNull()).alias("bad"),
+    ).first()
+    assert tally is not None  # an aggregate without groups has exactly one row
+    return int(tally["good"]), int(tally["bad"])

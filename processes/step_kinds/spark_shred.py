@@ -24,11 +24,11 @@ from lineage.steps import StepLineage, Write, table_name
 from processes.step_kinds import (
     Counters,
     Prop,
-    PropertyGroups,
     RefusedProperty,
     StepContext,
     StepKind,
     Table,
+    check_value,
     register,
 )
 from processes.step_kinds.enriched_fields import FIELDS, JSON_FIELDS
@@ -110,14 +110,8 @@ def spark_shred(context: StepContext) -> Counters:
     from pyspark.sql import functions as F
 
     from processes.step_kinds import shred
-    from processes.step_kinds.shred_runner import manifest_of, models_of, shred_and_dedupe
-    from processes.step_kinds.spark_io import (
-        input_folders,
-        readable_files,
-        start,
-        team_of,
-        write_batch,
-    )
+    from processes.step_kinds.shred_runner import entity_counts, models_of, shred_files
+    from processes.step_kinds.spark_io import input_folders, start, write_batch
     from processes.step_kinds.spark_session import get_spark
 
     props = context.properties("shred")
@@ -130,15 +124,7 @@ def spark_shred(context: StepContext) -> Counters:
 
     spark = get_spark()
     start(context, spark)
-    raw = spark.read.text(readable_files(context)).select(
-        "value", F.input_file_name().alias("source_file")
-    )
-    result = shred_and_dedupe(
-        raw,
-        run_id=context.target_batch_id,
-        manifest=manifest_of(spark, dedup, enabled, team_of(context)),
-        enabled=enabled,
-    )
+    result = shred_files(context, spark, dedup, enabled)
     counters = {"files": len(context.files), **result.counters}
     atomic = shred.atomic(result.events)
     write_batch(atomic, context, database, atomic_table)
@@ -155,12 +141,7 @@ def spark_shred(context: StepContext) -> Counters:
             F.concat_ws("/", "schema_vendor", "schema_name", "schema_version").isin(schemas)
         )
         write_batch(rows, context, database, table)
-    tally = parsed.agg(
-        F.count_if(F.col("_reason").isNull()).alias("good"),
-        F.count_if(F.col("_reason").isNotNull()).alias("bad"),
-    ).first()
-    assert tally is not None  # an aggregate without groups has exactly one row
-    counters["entities_out"], counters["bad_entities"] = int(tally["good"]), int(tally["bad"])
+    counters["entities_out"], counters["bad_entities"] = entity_counts(parsed)
     # Written when empty too: a registered table is readable at any time.
     bad_entities = shred.bad_entities(parsed)
     write_batch(
@@ -207,12 +188,6 @@ def check_manifest_name(name: str) -> None:
         )
 
 
-def check_dedup(properties: PropertyGroups) -> None:
-    name = properties.get("dedup", {}).get("manifest_name")
-    if name is not None:
-        check_manifest_name(str(name))
-
-
 KIND = register(
     StepKind(
         "spark.shred",
@@ -236,7 +211,7 @@ KIND = register(
             Table("shred", "atomic_table", qualified=False),
         ),
         query_kind=QueryKind.SPARK_SHRED,
-        checks=(check_dedup,),
+        checks=(check_value("dedup", "manifest_name", check_manifest_name, skip_empty=False),),
         spark=True,
     )
 )

@@ -27,10 +27,10 @@ from lineage.models import LineageQuery, QueryKind
 from processes.step_kinds import (
     Counters,
     Prop,
-    PropertyGroups,
     StepContext,
     StepKind,
     Table,
+    check_value,
     register,
 )
 from processes.step_kinds.sql_guard import (
@@ -182,12 +182,6 @@ def spark_sql(context: StepContext) -> Counters:
     return {"rows_out": result.count(), "tables_read": len(spark.catalog.listTables())}
 
 
-def check_sql(properties: PropertyGroups) -> None:
-    query = properties.get("sql", {}).get("query")
-    if query:
-        check_query(str(query))
-
-
 KIND = register(
     StepKind(
         "spark.sql",
@@ -203,7 +197,7 @@ KIND = register(
         },
         writes=(Table("sql", "output_table"),),
         query_kind=QueryKind.SPARK_SQL,
-        checks=(check_sql,),
+        checks=(check_value("sql", "query", check_query),),
         spark=True,
     )
 )

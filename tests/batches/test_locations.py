@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from batches import queue
+from batches import file_batches
 from batches.locations import LocationRefused, check_location, normalise, team_landing
 from batches.models import Batch, File
 from processes import orchestrator
@@ -232,7 +232,7 @@ def test_a_file_outside_the_teams_roots_cannot_be_registered(team, ingest, path)
 def test_a_file_registered_by_another_team_in_its_own_folder_is_never_revealed(team, make_job):
     theirs = make_job("ingest")  # team A registers in its own landing folder
     path = str(team_landing(team.group.pk) / "secret.tsv")
-    queue.register_file(
+    file_batches.register_file(
         source_process_id=theirs.pk,
         path=path,
         file_size=1,
@@ -510,7 +510,7 @@ def test_a_scan_lists_with_the_granted_server_whose_root_holds_its_location(team
 def test_a_claimed_file_outside_the_roots_fails_the_step_before_it_reads(team, make_job):
     ingest = make_job("ingest")
     load = make_job("load", upstream=[ingest])
-    queue.register_file(
+    file_batches.register_file(
         source_process_id=ingest.pk,
         path=str(team_landing(team.group.pk) / "a.tsv"),
         file_size=1,
@@ -531,7 +531,7 @@ def test_moving_an_application_takes_its_files_registration_with_it(team, make_j
 
     ingest = make_job("ingest")
     make_job("load", upstream=[ingest])
-    queue.register_file(
+    file_batches.register_file(
         source_process_id=ingest.pk,
         path=str(team_landing(team.group.pk) / "a.tsv"),
         file_size=1,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from batches import queue
+from batches import file_batches, queue
 from batches.models import Batch, BatchState
 from processes import lifecycle
 from tests.helpers.lifecycle import code_of, feed, landed, queued, run_job, steps_of
@@ -21,14 +21,14 @@ def test_errors_113_and_114_from_files_between(make_job):
     other = make_job("other")
     (step,) = steps_of(load)
     now = timezone.now()
-    b1 = queue.register_file(
+    b1 = file_batches.register_file(
         source_process_id=ingest.pk,
         path=landed(ingest, "a"),
         file_size=1,
         file_hash="a",
         creation_ts=now,
     )
-    b2 = queue.register_file(
+    b2 = file_batches.register_file(
         source_process_id=ingest.pk,
         path=landed(ingest, "b"),
         file_size=1,
@@ -37,22 +37,34 @@ def test_errors_113_and_114_from_files_between(make_job):
     )
     assert [
         f.path
-        for f in queue.files_between(sub_process_id=step.pk, min_batch_id=b1.pk, max_batch_id=b2.pk)
+        for f in file_batches.files_between(
+            sub_process_id=step.pk, min_batch_id=b1.pk, max_batch_id=b2.pk
+        )
     ] == [landed(ingest, "a"), landed(ingest, "b")]
     assert (
-        code_of(queue.files_between, sub_process_id=step.pk, min_batch_id=b1.pk, max_batch_id=9999)
+        code_of(
+            file_batches.files_between,
+            sub_process_id=step.pk,
+            min_batch_id=b1.pk,
+            max_batch_id=9999,
+        )
         == 114
     )
     (other_step,) = steps_of(other)
     b3 = Batch.objects.create(batch_type="manual")
     queue.enqueue(source_batch_id=b3.pk, source_process_id=ingest.pk, process_id=other_step.pk)
     assert (
-        code_of(queue.files_between, sub_process_id=step.pk, min_batch_id=b1.pk, max_batch_id=b3.pk)
+        code_of(
+            file_batches.files_between,
+            sub_process_id=step.pk,
+            min_batch_id=b1.pk,
+            max_batch_id=b3.pk,
+        )
         == 113
     )
     assert (
         code_of(
-            queue.files_between,
+            file_batches.files_between,
             sub_process_id=other_step.pk,
             min_batch_id=b1.pk,
             max_batch_id=b2.pk,

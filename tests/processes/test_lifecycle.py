@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from batches import queue
+from batches import file_batches, queue
 from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState
 from processes import lifecycle
 from processes.models import ExecState, InstanceExec
@@ -111,14 +111,14 @@ def test_files_of_claimed_batches_are_returned(make_job):
     ingest = make_job("ingest")
     load = make_job("load", upstream=[ingest])
     created = timezone.now()
-    b1 = queue.register_file(
+    b1 = file_batches.register_file(
         source_process_id=ingest.pk,
         path=landed(ingest, "1.txt"),
         file_size=10,
         file_hash="h1",
         creation_ts=created,
     )
-    b2 = queue.register_file(
+    b2 = file_batches.register_file(
         source_process_id=ingest.pk,
         path=landed(ingest, "2.txt"),
         file_size=20,
@@ -704,7 +704,7 @@ def test_init_and_halt_job_queries_do_not_grow_with_queue_depth_or_max_batch(mak
         p2 = make_job(f"down{depth}", steps=2, upstream=[p1])
         now = timezone.now()
         for i in range(depth):
-            queue.register_file(
+            file_batches.register_file(
                 source_process_id=p1.pk,
                 path=landed(p1, f"d{depth}/{i}"),
                 file_size=1,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from batches import queue
+from batches import file_batches
 from bdre.commands import JsonCommand
 
 
@@ -15,7 +15,7 @@ class Command(JsonCommand):
         parser.add_argument("--max-batch-id", type=int, required=True)
 
     def run(self, **o: Any) -> object:
-        files = queue.files_between(
+        files = file_batches.files_between(
             sub_process_id=o["sub_process_id"],
             min_batch_id=o["min_batch_id"],
             max_batch_id=o["max_batch_id"],

@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from batches import queue
+from batches import file_batches
 from batches.locations import LocationRefused
 from bdre.commands import JsonCommand
 
@@ -27,7 +27,7 @@ class Command(JsonCommand):
 
     def run(self, **o: Any) -> object:
         try:
-            batch = queue.register_file(
+            batch = file_batches.register_file(
                 source_process_id=o["source_process_id"],
                 path=o["path"],
                 file_size=o["file_size"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from batches import queue
+from batches import file_batches
 from batches.ingest.scan import ScanConfigError, scan
 from batches.ingest.storage import StorageError
 from batches.models import BatchConsumpQueue, File, ScanState
@@ -144,7 +144,7 @@ def test_a_crash_in_the_middle_of_a_page_registers_nothing_of_it(ingest_job, lan
     _job, step, consumer = ingest_job(page_size=3)
     for i in range(5):
         landing.put(f"{i}.txt")
-    real = queue.register_files
+    real = file_batches.register_files
     calls = {"n": 0}
 
     def crash_on_second_page(**kwargs):
@@ -154,13 +154,13 @@ def test_a_crash_in_the_middle_of_a_page_registers_nothing_of_it(ingest_job, lan
             raise RuntimeError("worker died")  # ... and the transaction never commits
         return ids
 
-    monkeypatch.setattr(queue, "register_files", crash_on_second_page)
+    monkeypatch.setattr(file_batches, "register_files", crash_on_second_page)
     with pytest.raises(RuntimeError):
         scan(step.pk)
     assert File.objects.count() == 3  # the first page, whole
     assert BatchConsumpQueue.objects.filter(process=consumer).count() == 3
     assert ScanState.objects.get(process=step).marker == "2.txt"
-    monkeypatch.setattr(queue, "register_files", real)
+    monkeypatch.setattr(file_batches, "register_files", real)
     assert scan(step.pk).registered == 2
     assert File.objects.count() == 5
     assert BatchConsumpQueue.objects.filter(process=consumer).count() == 5
@@ -325,7 +325,7 @@ def _registered_meanwhile(monkeypatch, *, index: int) -> None:
         hashes = real(self, uris, known)
         if not done:
             uri, obj = list(uris.items())[index]
-            queue.register_file(
+            file_batches.register_file(
                 source_process_id=self.job.pk,
                 path=uri,
                 file_size=obj.size,
