@@ -19,7 +19,7 @@ from django.core.validators import validate_email
 
 from alerts import outbound
 from alerts.models import Kind
-from processes.registry.properties import RefusedProperty
+from processes.step_kinds import RefusedProperty
 
 GROUP = "alerts"
 KEYS = ("email", "webhook", "on", "sla_minutes", "freshness_hours")

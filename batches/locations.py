@@ -277,8 +277,7 @@ def scan_server(storage: TeamStorage, props: Mapping[str, str]) -> Server | None
 
 
 def check_scan_locations(storage: TeamStorage, props: Mapping[str, str]) -> None:
-    """A scan's location (with its server), when it names one: its team's landing folder
-    is the default."""
+    """A scan's location (with its server) and its endpoint, when it names them."""
     if props.get("location") or props.get("endpoint_url"):
         scan_server(storage, {"location": "", **props})
 

@@ -282,10 +282,12 @@ def build_event(run_id: int, event_type: str, error: str = "") -> RunEvent:
     inputs: list[InputDataset] = []
     outputs: list[OutputDataset] = []
     if run.parent_id:
-        query = process.property_value("sql", "query")
+        spec = step_kinds.find(kind)
+        statement = spec.statement if spec is not None else None
+        query = process.property_value(statement.group, statement.key) if statement else None
         if query:
             job_facets["sql"] = sql_job.SQLJobFacet(query=query, dialect="spark", producer=PRODUCER)
-        inputs, outputs = _datasets(run, kind, with_statistics=event_type == "COMPLETE")
+        inputs, outputs = _datasets(run, spec, event_type)
     return RunEvent(
         eventType=RunState(event_type),
         eventTime=when.isoformat(),
@@ -467,22 +469,24 @@ def _dataset(name: str, team_id: int, cls: type[D]) -> D:
 
 
 def _datasets(
-    run: InstanceExec, kind: str, *, with_statistics: bool
+    run: InstanceExec, spec: step_kinds.StepKind | None, event_type: str
 ) -> tuple[list[InputDataset], list[OutputDataset]]:
     """What the step run read and wrote, as it recorded them (``InstanceExec.inputs`` and
-    ``outputs``) and as its kind's spec names them from its properties: where it writes
-    outside the warehouse, and, before it has written, the tables it will write. Before it
-    has read, the folders of the files it claimed."""
+    ``outputs``), and where its kind writes outside the warehouse (the spec's
+    ``destinations``). At the START, before it read or wrote, what its kind's spec says its
+    properties name (``reads``, ``writes``), and the folders of the files it claimed."""
     step = run.process
     team = step.bus_domain.team_id
-    spec = step_kinds.find(kind)
     properties = grouped_properties(step.properties.all())
-    read = list(run.inputs) or _claimed_folders(run)
-    written = list(run.outputs)
+    read, written = list(run.inputs), list(run.outputs)
+    if event_type == "START":
+        read = spec.named(spec.reads, properties, step.name) if spec is not None else []
+        read += [folder for folder in _claimed_folders(run) if folder not in read]
+        written = spec.named(spec.writes, properties, step.name) if spec is not None else []
     if spec is not None:
-        if not written:  # the START event: the tables are known before they are written
-            written = spec.written_tables(properties, step.name)
-        written += spec.written_outside(properties)
+        written += [
+            name for name in spec.written_outside(properties, step.name) if name not in written
+        ]
     inputs = [_dataset(name, team, InputDataset) for name in read]
     outputs = [_dataset(name, team, OutputDataset) for name in written]
     # an output and the lineage of its columns meet by namespace and name (lineage keeps
@@ -500,7 +504,7 @@ def _datasets(
         extra.facets = {**(extra.facets or {}), "columnLineage": facet}
         outputs.append(extra)
     rows = run.counters.get("rows_out") if isinstance(run.counters, dict) else None
-    if with_statistics and isinstance(rows, int) and outputs:
+    if event_type == "COMPLETE" and isinstance(rows, int) and outputs:
         # the step's own count is of its main output, the first table it wrote
         outputs[0].outputFacets = {
             "outputStatistics": output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(

@@ -193,7 +193,7 @@ def _rebuilds(level_of: dict[int, int], team_id: int | None) -> list[Rebuild]:
         step_of.setdefault(target, step)
     steps = Process.objects.select_related("parent__bus_domain").in_bulk(list(step_of.values()))
     delivered = _last_deliveries(list(level_of))
-    exports = _exports({s.parent_id for s in steps.values() if s.parent_id is not None})
+    outside = _destinations({s.parent_id for s in steps.values() if s.parent_id is not None})
     rebuilds = []
     for target, level in sorted(level_of.items(), key=lambda item: (item[1], item[0])):
         job = steps[step_of[target]].parent
@@ -217,7 +217,7 @@ def _rebuilds(level_of: dict[int, int], team_id: int | None) -> list[Rebuild]:
                 partitions=[f"{table}/batch_id={target}" for table in _written(run)]
                 + [
                     f"{destination}/batch_id={batch}"
-                    for destination in exports.get(job.pk, [])
+                    for destination in outside.get(job.pk, [])
                     for batch in sorted(inputs[target] | {target})
                 ],
             )
@@ -249,7 +249,7 @@ def _written(run_id: int | None) -> list[str]:
     return tables
 
 
-def _exports(job_ids: set[int]) -> dict[int, list[str]]:
+def _destinations(job_ids: set[int]) -> dict[int, list[str]]:
     """Where each job's steps write outside its tables (their kind's ``destinations``: an
     export's folder, or its database table, ``lineage.steps.jdbc_name``, no credentials).
     Such a step writes the batches it read, its claimed ones and its run's own
@@ -262,7 +262,8 @@ def _exports(job_ids: set[int]) -> dict[int, list[str]]:
         assert step.parent_id is not None
         kind = step_kinds.find(step.process_type.job_kind)
         if kind is not None:
-            written = kind.written_outside(grouped_properties(step.properties.all()))
+            properties = grouped_properties(step.properties.all())
+            written = kind.written_outside(properties, step.name)
             found[step.parent_id] += written
     return found
 

@@ -28,12 +28,9 @@ GROUP_LENGTH = _max_length("config_group")
 KEY_LENGTH = _max_length("key")
 
 
-class RefusedProperty(ValueError):
-    """A value a group's own check refuses (``GROUP_CHECKS``), said in the user's words."""
-
-
 # Config groups that another app reads (``alerts``: where and when to alert), checked by that
-# app: it registers its check here when it starts, so that processes never imports it.
+# app: it registers its check here when it starts, so that processes never imports it. A
+# check raises processes.step_kinds.RefusedProperty, said in the user's words.
 GROUP_CHECKS: dict[str, Callable[[Mapping[str, object]], None]] = {}
 
 
@@ -76,7 +73,7 @@ def check_step_properties(
                 check(properties[group])
     # StatementTooDeep: a statement nested too deeply for the parser that checks it, said
     # as any refusal (one message wherever the statement comes in), never a 500.
-    except (*checks.REFUSED, RefusedProperty, StatementTooDeep) as exc:
+    except (*checks.REFUSED, StatementTooDeep) as exc:
         raise ValidationError({field: f"{owner}: {exc}"}) from exc
 
 

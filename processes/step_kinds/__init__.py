@@ -42,7 +42,10 @@ class UnknownKind(LookupError):
 
 
 class RefusedProperty(ValueError):
-    """A property value a kind's own check refuses; the message says what to write."""
+    """A property value a check refuses; the message says what to write. A refusal when a
+    step is about to run is its log line ``log_id``."""
+
+    log_id = "property.refused"
 
 
 @dataclass(frozen=True)
@@ -56,12 +59,14 @@ class Prop:
 
 @dataclass(frozen=True)
 class Table:
-    """A table a kind writes, named by the property ``group.key``: a whole ``db.table``, or
-    (``qualified`` False) a bare name. Each is a folder of the team's (batches.tables)."""
+    """A table a kind reads or writes, named by the property ``group.key``: a whole
+    ``db.table``, or (``qualified`` False) a bare name; each is a folder of the team's
+    (batches.tables). With ``location``, a folder or a database named as a URI instead."""
 
     group: str
     key: str
     qualified: bool = True
+    location: bool = False
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,8 @@ class StepKind:
     # group -> key -> what the kind reads; the defaults fill in what a step leaves out
     properties: Mapping[str, Mapping[str, Prop]] = field(default_factory=dict)
     writes: tuple[Table, ...] = ()
+    reads: tuple[Table, ...] = ()  # what it reads, as its properties name it
+    statement: Table | None = None  # the property holding the SQL it runs, if any
     # the properties that name storage, checked against the team's roots (batches.locations)
     locations: StepLocations | None = None
     query_kind: int | None = None  # the LineageQueryType of its runs' lineage (lineage.steps)
@@ -87,21 +94,34 @@ class StepKind:
             if prop.default is not None
         }
 
-    def written_tables(self, properties: PropertyGroups, step_name: str) -> list[str]:
-        """The ``db.table`` names the kind will write, as its properties (or their
-        defaults) name them; a bare name is not one."""
+    def with_defaults(self, properties: PropertyGroups, step_name: str) -> PropertyGroups:
+        """A step's properties with its kind's defaults for those it leaves out."""
+        groups = set(properties) | set(self.properties)
+        return {
+            group: {**self.defaults(group, step_name), **properties.get(group, {})}
+            for group in groups
+        }
+
+    def named(
+        self, tables: tuple[Table, ...], properties: PropertyGroups, step_name: str
+    ) -> list[str]:
+        """What ``tables`` name in a step's properties (or their defaults): ``db.table``
+        names and locations; a bare name is not one."""
+        properties = self.with_defaults(properties, step_name)
         names = []
-        for table in self.writes:
-            value = properties.get(table.group, {}).get(table.key)
-            if value is None:
-                value = self.defaults(table.group, step_name).get(table.key)
-            if value and table.qualified:
-                database, _, name = str(value).rpartition(".")
+        for table in tables:
+            value = str(properties.get(table.group, {}).get(table.key) or "")
+            if value and table.location:
+                names.append(value)
+            elif value and table.qualified:
+                database, _, name = value.rpartition(".")
                 names.append(f"{database or 'default'}.{name}")
         return names
 
-    def written_outside(self, properties: PropertyGroups) -> list[str]:
-        return self.destinations(properties) if self.destinations is not None else []
+    def written_outside(self, properties: PropertyGroups, step_name: str) -> list[str]:
+        if self.destinations is None:
+            return []
+        return self.destinations(self.with_defaults(properties, step_name))
 
 
 def check_value(
@@ -134,7 +154,8 @@ def spec_of(name: str) -> StepKind:
     """The kind ``name`` (importing its module on first use), or :class:`UnknownKind`."""
     if name not in _REGISTRY:
         module = module_of(name)
-        if name and all(part.isidentifier() for part in name.split(".")):
+        # A kind's name has a dot (its module an underscore): no helper module is a kind.
+        if "." in name and all(part.isidentifier() for part in name.split(".")):
             try:
                 importlib.import_module(module)
             except ModuleNotFoundError as exc:

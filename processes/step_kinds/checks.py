@@ -9,20 +9,12 @@ from collections.abc import Iterator
 
 from batches.locations import LocationRefused, Outside, TeamStorage, storages
 from batches.tables import TableNotWritable, check_name, split_name
-from processes.models import Process, Property, grouped_properties
+from processes.models import Process, ProcessType, Property, grouped_properties
 from processes.step_kinds import PropertyGroups, RefusedProperty, StepContext, StepKind, find
-from processes.step_kinds.python_callable import RefusedCallable
 from processes.step_kinds.spark_conf import RefusedSparkOption, check_spark_queue, step_options
-from processes.step_kinds.sql_guard import RefusedStatement
 
-REFUSED = (
-    RefusedProperty,
-    RefusedStatement,
-    RefusedCallable,
-    TableNotWritable,
-    LocationRefused,
-    RefusedSparkOption,
-)
+# What a step's properties can be refused with (a kind's own checks raise RefusedProperty).
+REFUSED = (RefusedProperty, TableNotWritable, LocationRefused, RefusedSparkOption)
 
 
 def check_step_properties(kind: str, properties: PropertyGroups, *, team_id: int) -> None:
@@ -52,10 +44,11 @@ def _check_spark(kind: str, spec: StepKind | None, properties: PropertyGroups) -
 
 
 def check_step_run(context: StepContext) -> None:
-    """Before a step runs: its Spark options and its locations once more, as they are now
-    (a row changed behind the registry's back, a grant taken back since), and every file it
-    was given to read; each must lie inside the team's storage roots. (The kinds make their
-    own checks, of statements, callables, drivers and table names, when they run.)"""
+    """Before a step runs: its Spark options, its kind's checks and its locations once more,
+    as they are now (a row changed behind the registry's back, a grant taken back since),
+    and every file it was given to read; each must lie inside the team's storage roots. A
+    refusal fails the step, said in its log (the refusal's ``log_id``). (A kind checks what
+    only its body knows, a statement rendered with its batches, a table it writes, itself.)"""
     step = context.step
     storage = TeamStorage(step.bus_domain.team_id)
     kind = step.process_type.job_kind
@@ -65,6 +58,12 @@ def check_step_run(context: StepContext) -> None:
         _check_spark(kind, spec, properties)
     except RefusedSparkOption as exc:
         context.log("spark.refused", str(exc), "security")
+        raise
+    try:
+        for check in spec.checks:
+            check(properties)
+    except RefusedProperty as exc:
+        context.log(exc.log_id, str(exc), "security")
         raise
     try:
         if spec.locations is not None:
@@ -83,7 +82,9 @@ def steps_outside() -> Iterator[Outside]:
     """The steps whose properties name storage outside their team's roots (a grant taken
     back, a root moved since they were registered), for check_locations."""
     storage_of = storages()
-    steps = Process.objects.filter(parent__isnull=False, deleted=False)
+    kinds = set(ProcessType.objects.exclude(job_kind="").values_list("job_kind", flat=True))
+    named = [kind for kind in kinds if (spec := find(kind)) is not None and spec.locations]
+    steps = Process.objects.filter(process_type__job_kind__in=named, deleted=False)
     steps = steps.select_related("bus_domain", "process_type").prefetch_related("properties")
     for step in steps.order_by("pk"):
         spec = find(step.process_type.job_kind)

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from batches.ingest.scan import scan
 from batches.locations import StepLocations, check_scan_locations
-from processes.step_kinds import Counters, Prop, StepContext, StepKind, register
+from processes.step_kinds import Counters, Prop, StepContext, StepKind, Table, register
 
 
 def ingest_scan(context: StepContext) -> Counters:
+    location = context.properties("scan").get("location")
+    if location:  # without one the scan fails, saying so
+        context.record_input(location)
     result = scan(
         context.step.pk,
         reconcile=context.options.get("reconcile"),
         run_id=context.step_run_id,
         progress=context.options.get("progress"),
     )
-    context.record_input(context.properties("scan")["location"])
     context.log(
         "scan_summary",
         f"listed {result.listed} keys in {result.list_calls} calls, registered "
@@ -49,6 +51,7 @@ KIND = register(
                 "region": Prop(help="the object store's region"),
             }
         },
+        reads=(Table("scan", "location", location=True),),
         locations=StepLocations(
             "scan", ("location", "server", "endpoint_url"), check_scan_locations
         ),

@@ -21,6 +21,7 @@ from django.utils.module_loading import import_string
 from processes.step_kinds import (
     Counters,
     Prop,
+    RefusedProperty,
     StepContext,
     StepKind,
     check_value,
@@ -30,8 +31,10 @@ from processes.step_kinds import (
 DOTTED_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\Z")
 
 
-class RefusedCallable(ValueError):
+class RefusedCallable(RefusedProperty):
     """A ``callable.path`` that is not run; the message says why."""
+
+    log_id = "callable.refused"
 
 
 def is_allowed(path: str, prefixes: Sequence[str]) -> bool:

@@ -146,10 +146,10 @@ def manifest_of(
     if not (enabled["cross_batch_natural"] or enabled["cross_batch_synthetic"]):
         return None
     return open_manifest(
-        dedup.get("manifest", "database"),
+        dedup["manifest"],
         spark,
-        dedup.get("manifest_name", "default"),
-        int(dedup.get("ttl_days", "180")),
+        dedup["manifest_name"],
+        int(dedup["ttl_days"]),
         team_id=team_id,
     )
 

@@ -169,6 +169,7 @@ KIND = register(
             }
         },
         writes=(Table("cleanse", "clean_table"), Table("cleanse", "invalid_table")),
+        reads=(Table("cleanse", "source_table"),),
         query_kind=QueryKind.SPARK_CLEANSE,
         spark=True,
     )

@@ -244,7 +244,7 @@ def check_spark_queue(
         return
     if not spark:
         raise RefusedSparkOption(
-            f"run.spark_queue: only Spark steps (spark.*) go to a Spark queue; this is "
+            f"run.spark_queue: only Spark steps go to a Spark queue; this is "
             f"{kind or 'a job'}: set it on its Spark steps"
         )
     if str(queue) not in settings.BDRE_SPARK_QUEUES:
@@ -264,7 +264,7 @@ def step_options(
     options = {key: str(value) for key, value in properties.get(STEP_GROUP, {}).items()}
     if options and not spark:
         raise RefusedSparkOption(
-            f"only Spark steps (spark.*) take {STEP_GROUP} options; this is "
+            f"only Spark steps take {STEP_GROUP} options; this is "
             f"{kind or 'a job'}: set them on its Spark steps"
         )
     checked = {}

@@ -25,6 +25,7 @@ from processes.step_kinds import (
     RefusedProperty,
     StepContext,
     StepKind,
+    Table,
     register,
 )
 
@@ -94,14 +95,7 @@ def spark_export(context: StepContext) -> Counters:
     from processes.step_kinds.spark_session import get_spark
 
     props = context.properties("export")
-    try:
-        check_export({"export": props})
-    except RefusedProperty as exc:
-        context.log("export.refused", str(exc), "security")
-        raise
     fmt = props["format"]
-    if fmt not in FORMATS:
-        raise ValueError(f"export.format must be csv, parquet or jdbc, got {fmt!r}")
     named = destinations({"export": props})
     if not named:
         raise ValueError(
@@ -164,16 +158,20 @@ def check_export(properties: PropertyGroups) -> None:
     mode = export.get("mode")
     if mode is not None and str(mode) not in MODES:
         raise RefusedProperty(f"export.mode must be append or overwrite, got {mode!r}")
+    fmt = export.get("format")
+    if fmt is not None and str(fmt) not in FORMATS:
+        raise RefusedProperty(f"export.format must be one of {', '.join(FORMATS)}, got {fmt!r}")
 
 
 def destinations(properties: PropertyGroups) -> list[str]:
     """Where the export writes, outside the warehouse: its folder (each batch in
     ``batch_id=<id>`` below it), or its database table (``lineage.steps.jdbc_name``, no
-    credentials), whose rows of a batch an export replaces."""
+    credentials), whose rows of a batch an export replaces. ``properties`` hold the
+    defaults; none if they name no destination."""
     export = properties.get("export", {})
     location = str(export.get("location") or "").rstrip("/")
     url, table = str(export.get("jdbc_url") or ""), str(export.get("jdbc_table") or "")
-    if str(export.get("format") or "parquet") == "jdbc":
+    if export.get("format") == "jdbc":
         return [jdbc_name(url, table)] if url and table else []
     return [location] if location else []
 
@@ -193,6 +191,7 @@ KIND = register(
                 "mode": Prop("append", "jdbc: append (a batch's rows replaced) or overwrite"),
             }
         },
+        reads=(Table("export", "source_table"),),
         locations=StepLocations("export", ("location", "jdbc_url")),
         query_kind=QueryKind.SPARK_EXPORT,
         checks=(check_export,),

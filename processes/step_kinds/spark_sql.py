@@ -160,7 +160,7 @@ def spark_sql(context: StepContext) -> Counters:
         raise
     query = LineageQuery.objects.create(
         query_string=statement,
-        query_type_id=context.kind.query_kind or QueryKind.SPARK_SQL,
+        query_type_id=QueryKind.SPARK_SQL,
         process=context.step,
         instance_exec_id=context.step_run_id,
     )
@@ -196,6 +196,7 @@ KIND = register(
             }
         },
         writes=(Table("sql", "output_table"),),
+        statement=Table("sql", "query"),
         query_kind=QueryKind.SPARK_SQL,
         checks=(check_value("sql", "query", check_query),),
         spark=True,

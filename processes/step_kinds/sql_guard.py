@@ -34,6 +34,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from bdre import sql_parse
+from processes.step_kinds import RefusedProperty
 from processes.step_kinds.sql_functions import ALLOWED, HINTS, REFUSED, Options
 
 DIALECT = "spark"
@@ -238,8 +239,10 @@ REFUSED_CALL = re.compile(
 SPARK_NAME = re.compile(r"\s*`?([A-Za-z_][A-Za-z0-9_]*)")
 
 
-class RefusedStatement(ValueError):
+class RefusedStatement(RefusedProperty):
     """A statement the sandbox does not run; the message says why."""
+
+    log_id = "sql.refused"
 
     def __init__(self, reason: str):
         super().__init__(f"Spark SQL refused: {reason}")

@@ -452,12 +452,20 @@ def test_check_locations_reports_rows_outside_and_exits_1(team, make_job):
         batch=batch, path="/proc/self/environ", file_size=1, file_hash="h",
         creation_ts=timezone.now(),
     )  # fmt: skip
+    teamless = Batch.objects.create(batch_type="file")  # made by hand, no team's
+    File.objects.create(
+        batch=teamless, path="/landing/x.tsv", file_size=1, file_hash="h",
+        creation_ts=timezone.now(),
+    )  # fmt: skip
+    ServerFactory(team=team.group, server_type="local", root="ftp://example.com/")
     out, err = io.StringIO(), io.StringIO()
     with pytest.raises(SystemExit) as exit_:
         call_command("check_locations", stdout=out, stderr=err)
     assert exit_.value.code == 1
     assert "file:///etc" in out.getvalue() and "/proc/self/environ" in out.getvalue()
-    assert "2 stored location(s)" in err.getvalue()
+    assert "/landing/x.tsv\n  the file's batch has no team" in out.getvalue()
+    assert "ftp://example.com/\n  not a valid root" in out.getvalue()
+    assert "4 stored location(s)" in err.getvalue()
 
 
 # --- a scan's server and endpoint ----------------------------------------------------------
@@ -507,7 +515,10 @@ def test_a_scan_lists_with_the_granted_server_whose_root_holds_its_location(team
 # --- when a step runs ----------------------------------------------------------------------
 
 
-def test_a_claimed_file_outside_the_roots_fails_the_step_before_it_reads(team, make_job):
+@pytest.mark.parametrize("changed", ["path", "server"])
+def test_a_claimed_file_outside_the_roots_fails_the_step_before_it_reads(
+    team, make_job, tmp_path, changed
+):
     ingest = make_job("ingest")
     load = make_job("load", upstream=[ingest])
     file_batches.register_file(
@@ -517,11 +528,17 @@ def test_a_claimed_file_outside_the_roots_fails_the_step_before_it_reads(team, m
         file_hash="h",
         creation_ts=timezone.now(),
     )
-    # A row older than the check, or changed where no service looks.
-    File.objects.update(path="/etc/passwd")
+    # A row older than the check, or changed where no service looks: another path, or the
+    # server of another team, whose root and credentials it would be read with.
+    if changed == "path":
+        File.objects.update(path="/etc/passwd")
+        said = "/etc/passwd is outside the storage granted"
+    else:
+        File.objects.update(server=grant_root(team.other_group, tmp_path / "theirs"))
+        said = "its server is not a server of the team"
     outcome = orchestrator.run_job(load.pk)
     assert not outcome.succeeded
-    assert "/etc/passwd is outside the storage granted" in outcome.error
+    assert said in outcome.error
     run = InstanceExec.objects.get(process__parent=load)
     assert ProcessLog.objects.filter(instance_exec=run, message_id="location.refused").exists()
 

@@ -10,7 +10,7 @@ import pytest
 from batches.models import HiveTable
 from processes import orchestrator
 from processes.models import ExecState, InstanceExec, Process, ProcessLog, Property
-from processes.step_kinds import spark_sql
+from processes.step_kinds import spark_sql, sql_guard
 from tests.helpers.api import api_as
 from tests.helpers.factories import grant_root
 from tests.helpers.jobs import build_job, load_step, scan_step, sql_step
@@ -203,12 +203,19 @@ SPARK_REFUSES = [
 ]
 
 
+def bypass_the_guard(monkeypatch) -> None:
+    """The guard passes anything: where the registry and the orchestrator ask it (the kind's
+    check of ``sql.query``) and where the step asks it of the rendered statement."""
+    monkeypatch.setattr(sql_guard, "check_statement", lambda statement: None)
+    monkeypatch.setattr(spark_sql, "check_statement", lambda statement: None)
+
+
 @pytest.mark.connect  # what Spark Connect changes: run again through a server
 @pytest.mark.parametrize(("attack", "reason"), SPARK_REFUSES)
 def test_with_the_guard_bypassed_spark_itself_still_refuses(
     team, lake, monkeypatch, attack, reason
 ):
-    monkeypatch.setattr(spark_sql, "check_statement", lambda statement: None)
+    bypass_the_guard(monkeypatch)
     job = build_job(team, "report", [sql_step("report_sql", "SELECT 1 AS a", output="lake.stolen")])
     behind_the_registry(job, attack)
     outcome = orchestrator.run_job(job.pk)
@@ -224,7 +231,7 @@ def test_with_the_guard_bypassed_spark_substitutes_no_variable_into_the_statemen
 ):
     """Attack 2 behind the guard: Spark's variable substitution is off, so the run's error is
     the statement's own text, not the worker's home or settings."""
-    monkeypatch.setattr(spark_sql, "check_statement", lambda statement: None)
+    bypass_the_guard(monkeypatch)
     job = build_job(team, "report", [sql_step("report_sql", "SELECT 1 AS a", output="lake.stolen")])
     behind_the_registry(
         job, "SELECT raise_error(concat('${env:HOME}', ' ', '${spark:spark.sql.warehouse.dir}'))"

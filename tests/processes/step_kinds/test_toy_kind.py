@@ -19,7 +19,7 @@ from lineage import openlineage
 from lineage.models import LineageQuery, LineageQueryType
 from lineage.steps import StepLineage, Write, folder_of
 from processes import orchestrator, replay
-from processes.models import InstanceExec, ProcessType, ProcessTypeId, Property
+from processes.models import InstanceExec, ProcessLog, ProcessType, ProcessTypeId, Property
 from processes.registry import StepSpec
 from processes.step_kinds import (
     Counters,
@@ -68,6 +68,11 @@ def check_prefix(properties: PropertyGroups) -> None:
         raise RefusedProperty(f"copy.prefix must be letters and digits, got {prefix!r}")
 
 
+def copied_to(properties: PropertyGroups) -> list[str]:
+    folder = str(properties.get("copy", {}).get("folder") or "")
+    return [folder.rstrip("/")] if folder else []
+
+
 KIND = register(
     StepKind(
         "toy.copy",
@@ -81,7 +86,7 @@ KIND = register(
         locations=StepLocations("copy", ("folder",)),
         query_kind=TOY_QUERY_KIND,
         checks=(check_prefix,),
-        destinations=lambda properties: [str(properties["copy"]["folder"]).rstrip("/")],
+        destinations=copied_to,
     )
 )
 
@@ -136,6 +141,24 @@ def test_a_toy_step_is_registered_and_its_properties_checked_as_its_spec_says(te
     assert register_toy(team, copy={"folder": inside}).status_code == 201
 
 
+def test_a_toy_property_changed_behind_the_registry_fails_the_run_before_it_copies(team, toy_type):
+    landing = team_landing(team.group.pk) / "in"
+    landing.mkdir(parents=True)
+    (landing / "a.txt").write_text("one\n")
+    scan = build_job(team, "grab", [scan_step("grab_scan", landing)])
+    copy = {"copy": {"folder": out_folder(team.group.pk).as_uri()}}
+    spec = StepSpec("copier_copy", TOY_TYPE, upstream=[scan.pk], properties=copy)
+    toy = build_job(team, "copier", [spec])
+    Property.objects.create(process=toy.steps.get(), config_group="copy", key="prefix", value="..")
+    assert orchestrator.run_job(scan.pk).succeeded
+    outcome = orchestrator.run_job(toy.pk)
+    assert not outcome.succeeded
+    assert outcome.error.startswith("RefusedProperty: copy.prefix must be letters and digits")
+    run = InstanceExec.objects.get(process=toy.steps.get())
+    assert ProcessLog.objects.filter(instance_exec=run, message_id="property.refused").exists()
+    assert not out_folder(team.group.pk).exists()
+
+
 def test_a_toy_step_outside_its_teams_roots_is_reported_by_check_locations(team, toy_type):
     assert (
         register_toy(team, copy={"folder": out_folder(team.group.pk).as_uri()}).status_code == 201
@@ -186,6 +209,8 @@ def test_a_toy_step_run_has_its_lineage_and_its_openlineage_datasets(copied):
         (r.src_node.qualified_name, r.target_node.qualified_name) for r in query.relations.all()
     }
     assert (f"{landing.as_uri()}.line", f"{folder}.line") in edges
+    start = openlineage.run_event(run.pk, "START")  # before it ran: what its spec names
+    assert [d["name"] for d in start["outputs"]] == [str(out_folder(toy.bus_domain.team_id))]
     event = openlineage.run_event(run.pk, "COMPLETE")
     assert [(d["namespace"], d["name"]) for d in event["inputs"]] == [("file", str(landing))]
     (output,) = event["outputs"]
