@@ -208,8 +208,9 @@ class StepContext:
 
     def record_input(self, *names: str) -> None:
         """Keep on the run what the step read (``db.table``, a folder's or database's URI),
-        as soon as it reads it: a failed step still says what it touched."""
-        added = [name for name in names if name not in self.inputs]
+        as soon as it reads it: a failed step still says what it touched. (An empty name is
+        none.)"""
+        added = [name for name in names if name and name not in self.inputs]
         if added:
             self.inputs += added
             InstanceExec.objects.filter(pk=self.step_run_id).update(inputs=self.inputs)

@@ -83,16 +83,18 @@ def steps_outside() -> Iterator[Outside]:
     back, a root moved since they were registered), for check_locations."""
     storage_of = storages()
     kinds = set(ProcessType.objects.exclude(job_kind="").values_list("job_kind", flat=True))
-    named = [kind for kind in kinds if (spec := find(kind)) is not None and spec.locations]
-    steps = Process.objects.filter(process_type__job_kind__in=named, deleted=False)
+    located = {
+        kind: spec.locations
+        for kind in kinds
+        if (spec := find(kind)) is not None and spec.locations is not None
+    }
+    steps = Process.objects.filter(process_type__job_kind__in=located, deleted=False)
     steps = steps.select_related("bus_domain", "process_type").prefetch_related("properties")
     for step in steps.order_by("pk"):
-        spec = find(step.process_type.job_kind)
-        if spec is None or spec.locations is None:
-            continue
+        locations = located[step.process_type.job_kind]
         properties = grouped_properties(step.properties.all())
         team_id = step.bus_domain.team_id
         try:
-            spec.locations.refuse_outside(storage_of(team_id), properties)
+            locations.refuse_outside(storage_of(team_id), properties)
         except LocationRefused as exc:
-            yield Outside("step", step.pk, team_id, spec.locations.named(properties), str(exc))
+            yield Outside("step", step.pk, team_id, locations.named(properties), str(exc))

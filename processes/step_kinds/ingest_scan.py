@@ -8,9 +8,7 @@ from processes.step_kinds import Counters, Prop, StepContext, StepKind, Table, r
 
 
 def ingest_scan(context: StepContext) -> Counters:
-    location = context.properties("scan").get("location")
-    if location:  # without one the scan fails, saying so
-        context.record_input(location)
+    context.record_input(context.properties("scan").get("location", ""))
     result = scan(
         context.step.pk,
         reconcile=context.options.get("reconcile"),

@@ -89,11 +89,7 @@ def python_callable(context: StepContext) -> Counters:
         # No path at all is a placeholder step (the benchmarks, a job being built): nothing is
         # called, and the run's counters say so. A path that names nothing is an error below.
         return {"called": ""}
-    try:
-        function = resolve(path)
-    except RefusedCallable as exc:
-        context.log("callable.refused", str(exc), category="error")
-        raise
+    function = resolve(path)  # refused before the run already (checks.check_step_run)
     try:
         result = function(context)
     except Exception as exc:
