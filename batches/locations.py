@@ -242,6 +242,16 @@ class TeamStorage:
         ]
         return areas + ([(self.table_store, "BDRE_TABLE_STORE")] if self.table_store else [])
 
+    def server_of_file(self, path: str, server_id: int | None) -> Server | None:
+        """The server a registered file is read with: one of the team's, or none (its own
+        folders); :class:`LocationRefused` for a server the team no longer has."""
+        if server_id is None:
+            return None
+        server = self.servers.get(server_id)
+        if server is None:
+            raise LocationRefused(f"{path}: its server is not a server of the team")
+        return server
+
     def server_for(self, location: str) -> Server | None:
         """The granted server whose root holds ``location`` most closely: whose credentials
         and endpoint reach it. None inside the team's own folders."""

@@ -69,10 +69,7 @@ def check_step_run(context: StepContext) -> None:
         if spec.locations is not None:
             spec.locations.refuse_outside(storage, properties)
         for file in context.files:
-            server = storage.servers.get(file.server_id) if file.server_id else None
-            if file.server_id and server is None:
-                raise LocationRefused(f"{file.path}: its server is not a server of the team")
-            storage.check(file.path, server=server)
+            storage.check(file.path, server=storage.server_of_file(file.path, file.server_id))
     except LocationRefused as exc:
         context.log("location.refused", str(exc), "security")
         raise

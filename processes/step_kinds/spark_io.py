@@ -71,9 +71,7 @@ def readable_files(context: StepContext) -> list[str]:
     paths = []
     try:
         for file in context.files:
-            server = storage.servers.get(file.server_id) if file.server_id else None
-            if file.server_id and server is None:
-                raise LocationRefused(f"{file.path}: its server is not a server of the team")
+            server = storage.server_of_file(file.path, file.server_id)
             storage.check_file(file.path, server=server)
             paths.append(spark_path(file.path))
     except LocationRefused as exc:
