@@ -3,11 +3,26 @@
 Min and max compare the part after the last ``@`` and give that date alone, as BDRE's
 InitJob did (``min-batch-marking-map.125=2014-12-16``); a union keeps each element, label
 and all, once, ordered.
+
+A day is closed by ``EOD@<day>`` on the last batch of that day (a step's cut pattern
+``EOD`` then claims the day whole): a job whose ``run.close_days`` is ``on_later_day``
+closes every day before the first day of a batch it queues (batches.queue.close_days).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+END_OF_DAY = "EOD"
+CLOSE_ON_LATER_DAY = "on_later_day"
+
+
+def end_of_day(day: str) -> str:
+    return f"{END_OF_DAY}@{day}"
+
+
+def closes_a_day(marking: str | None) -> bool:
+    return any(e.startswith(END_OF_DAY + "@") for e in elements(marking))
 
 
 def elements(marking: str | None) -> list[str]:

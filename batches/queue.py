@@ -19,7 +19,7 @@ from django.db import connection, transaction
 from django.db.models import F, QuerySet, Subquery
 from django.utils import timezone
 
-from batches import events
+from batches import events, markings
 from batches.models import (
     CLAIMABLE_STATES,
     ArchiveConsumpQueue,
@@ -109,6 +109,44 @@ def enqueue_for_downstream(
     Queue.objects.bulk_create(rows)
     rebuilt = {t for s, t in consumed.items() if s not in waiting and t is not None}
     return len(rows) + restore_claims(sorted(rebuilt), now=now)
+
+
+def close_days(job: Process, *, before: str | None) -> int:
+    """Close every day before ``before`` (``YYYY-MM-DD``) that batches of ``job`` still wait
+    in: the last waiting row of each such day, for each step downstream, gets ``EOD@<day>``
+    on its marking, so that a step cut at ``EOD`` claims the day whole, once. A day closed
+    already stays as it is. Returns how many rows it marked.
+
+    A row is marked only while it is claimable (a conditional update): a claim that took
+    the rows first took them without the close, and the next batch closes the day again."""
+    if before is None:
+        return 0
+    waiting = (
+        Queue.objects.filter(
+            source_process=job,
+            process_id__in=downstream_steps(job),
+            batch_state_id__in=CLAIMABLE,
+        )
+        .order_by("id")
+        .values_list("id", "process_id", "batch_marking")
+    )
+    last_of_day: dict[tuple[int, str], tuple[int, str]] = {}
+    closed: set[tuple[int, str]] = set()
+    for row_id, step_id, marking in waiting:
+        day = markings.max_date([marking])
+        if day is None or day >= before:
+            continue
+        last_of_day[(step_id, day)] = (row_id, marking)
+        if markings.closes_a_day(marking):
+            closed.add((step_id, day))
+    marked = 0
+    for (step_id, day), (row_id, marking) in last_of_day.items():
+        if (step_id, day) in closed:
+            continue
+        marked += Queue.objects.filter(pk=row_id, batch_state_id__in=CLAIMABLE).update(
+            batch_marking=markings.union([marking, markings.end_of_day(day)])
+        )
+    return marked
 
 
 def restore_claims(target_batch_ids: Sequence[int], *, now: datetime) -> int:

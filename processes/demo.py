@@ -4,7 +4,9 @@ schedules, and a landing folder of sample enriched-event files.
 ``set_up_demo`` is idempotent: running it again keeps what exists and creates what is
 missing. The ingest job runs every ``DEMO_SCAN_SECONDS``; the shred job runs as soon as the
 ingest job queued files for it, and the daily summary as soon as the shred job queued a batch
-(each shred batch is marked ``EOD``, the daily step's cut pattern).
+once a day is closed: the shred marks each batch with the days of its events, and the first
+batch of a later day closes the days before it (``EOD@<day>``, the daily step's cut pattern),
+so that the summary has one row a day.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import os
 import secrets
 import time
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from datetime import time as dt_time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, User
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from batches.locations import team_landing
@@ -41,6 +46,10 @@ DEMO_USERNAME = "demo"
 DEMO_SUPERUSER = "demo-admin"
 DEMO_TEAM = "demo-team"
 DEMO_SCAN_SECONDS = 20
+# The day of the first sample events: fixed, so that every run of the demo (on local[2], on
+# a cluster, through Connect) writes the same rows.
+FIRST_DAY = date(2026, 11, 20)
+DAY_START = dt_time(8, 0)
 
 
 @dataclass
@@ -194,11 +203,26 @@ def _bring_up_to_date(jobs: dict[str, Process]) -> None:
     Property.objects.filter(process__parent=daily, config_group="sql", key="query").exclude(
         value__contains="{batch_ids}"
     ).update(value=DAILY_QUERY)
+    # An installation set up before expectations: the demo's own.
+    for job in jobs.values():
+        for step in job.steps.filter(name__in=demo_pipelines.EXPECTATIONS):
+            for key, value in demo_pipelines.EXPECTATIONS[step.name].items():
+                Property.objects.get_or_create(
+                    process=step, config_group="expect", key=key, defaults={"value": value}
+                )
+    # An installation set up before days were closed marked every shred batch EOD: the
+    # daily step wrote a row for each batch, several a day.
+    Property.objects.filter(
+        process=shred, config_group="run", key="batch_marking", value="EOD"
+    ).delete()
     Property.objects.get_or_create(
         process=shred,
         config_group="run",
-        key="batch_marking",
-        defaults={"value": "EOD", "description": "each shred batch closes a day for the demo"},
+        key="close_days",
+        defaults={
+            "value": "on_later_day",
+            "description": "the first batch of a later day closes the days before it",
+        },
     )
 
 
@@ -231,10 +255,12 @@ def generate_landing(
     files: int = 3,
     events: int = 2000,
     seed: int = 8,
+    day: date = FIRST_DAY,
     repeat_from: list[dict[str, str]] | None = None,
     in_flight: bool = True,
 ) -> tuple[list[Path], list[dict[str, str]]]:
-    """Sample files: ``files`` batches of ``events`` events with natural and synthetic
+    """Sample files of ``day``'s events, from 08:00 on (the collector's time, in UTC; a
+    repeated event keeps its own): ``files`` batches of ``events`` events with natural and synthetic
     duplicates, bad lines and null fingerprints; each repeats 5 % of ``repeat_from`` (events
     an earlier run has seen: cross-batch natural duplicates) and reuses the ids of 1 % of
     them with other payloads (cross-batch synthetic duplicates); and, with ``in_flight``, one
@@ -242,7 +268,9 @@ def generate_landing(
     sort after these and the scan picks them up next. Returns the files and their unique
     events."""
     folder.mkdir(parents=True, exist_ok=True)
-    factory = EventFactory(seed=seed + len(list(folder.iterdir())))
+    factory = EventFactory(
+        seed=seed + len(list(folder.iterdir())), start=datetime.combine(day, DAY_START, UTC)
+    )
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
     written: list[Path] = []
     seen: list[dict[str, str]] = []
@@ -313,6 +341,9 @@ class DemoSummary:
     pages: dict[str, int]  # the page list's cleanse counters, summed over its runs
     exported: dict[str, int]  # the export step's counters, summed over its runs
     export_folder: str
+    expectations: list[str]  # each rule with its counts, summed over its runs
+    closed_days: list[str]  # the days the daily summary summed, one row each
+    open_days: list[str]  # days whose batches wait for the day to close
 
     def lines(self) -> list[str]:
         c = self.counters
@@ -350,6 +381,12 @@ class DemoSummary:
             f"  invalid page rows:   {self.pages.get('bad_rows', 0)}",
             "                       (in default.pages, and default.pages_invalid with the "
             "reason of each)",
+            "  expectations:        (docs/quality.md: checked on each batch before it is written)",
+            *(f"    {line}" for line in self.expectations),
+            f"  days summed:         {', '.join(self.closed_days) or 'none yet'}",
+            "                       (one row a day in default.daily_page_views, once the day "
+            "is closed: by the first batch of a later day)",
+            f"  days still open:     {', '.join(self.open_days) or 'none'}",
             f"  rows exported:       {self.exported.get('rows_out', 0)}",
             f"                       (CSV files in {self.export_folder})",
         ]
@@ -407,7 +444,52 @@ def summary(setup: DemoSetup) -> DemoSummary:
         pages=_summed(setup.pages.steps.get(name="clickstream_pages_cleanse")),
         exported=_summed(setup.export.steps.get()),
         export_folder=str(export_folder(setup.team)),
+        expectations=_expectations(setup),
+        **_days(setup.daily.steps.get()),
     )
+
+
+def _expectations(setup: DemoSetup) -> list[str]:
+    """Each expectation of the demo's steps, with its rows checked and failed over the
+    step's runs."""
+    totals: dict[tuple[str, str, str], list[int]] = {}
+    for step in Process.objects.filter(parent__in=setup.jobs, deleted=False).order_by("id"):
+        for key, value in step.properties.filter(config_group="expect").values_list("key", "value"):
+            totals[(step.name, key, value)] = [0, 0]
+        runs = InstanceExec.objects.filter(process=step).exclude(exec_state_id=ExecState.RUNNING)
+        for checks in runs.values_list("checks", flat=True):
+            for result in checks:
+                key = f"{result['table']}.{result['rule']}"
+                found = next((k for k in totals if k[:2] == (step.name, key)), None)
+                if found is not None:
+                    totals[found][0] += result["checked"]
+                    totals[found][1] += result["failed"]
+    return [
+        f"{key} ({value}): {checked} row{'s' * (checked != 1)} checked, {failed} failed"
+        for (_, key, value), (checked, failed) in totals.items()
+    ]
+
+
+def _days(daily: Process) -> dict[str, list[str]]:
+    """The days the daily step claimed closed (``EOD@<day>``), and those its queued batches
+    hold, still open."""
+    from batches.models import ArchiveConsumpQueue, BatchConsumpQueue
+
+    closed = _days_marked(ArchiveConsumpQueue.objects.filter(process=daily), closing=True)
+    held = _days_marked(BatchConsumpQueue.objects.filter(process=daily), closing=False)
+    return {"closed_days": sorted(closed), "open_days": sorted(held - closed)}
+
+
+def _days_marked(rows: QuerySet[Any], *, closing: bool) -> set[str]:
+    """The days of the rows' marking elements that close a day (or that do not)."""
+    from batches import markings
+
+    return {
+        markings.date_of(element)
+        for marking in rows.values_list("batch_marking", flat=True)
+        for element in markings.elements(marking)
+        if markings.closes_a_day(element) == closing
+    }
 
 
 def _summed(step: Process) -> dict[str, int]:
@@ -420,6 +502,26 @@ def _summed(step: Process) -> dict[str, int]:
             if isinstance(value, int) and not isinstance(value, bool):
                 totals[key] = totals.get(key, 0) + value
     return totals
+
+
+def day_of_next_drop(setup: DemoSetup) -> date:
+    """The day of the events the demo drops next: its first day, then, for each day the
+    pipeline closed and exported, the next one (the open day's events continue)."""
+    return FIRST_DAY + timedelta(days=passes_done(setup))
+
+
+def shredded(setup: DemoSetup, files: list[Path]) -> bool:
+    """Whether the event files landed (``_current`` ones left out: they are being written)
+    are registered, and shredded: no batch waits for the shred."""
+    from batches.models import BatchConsumpQueue, File
+
+    names = [f.name for f in files if not f.name.endswith("_current")]
+    registered = sum(
+        File.objects.filter(batch__bus_domain=setup.application, path__endswith=name).exists()
+        for name in names
+    )
+    waiting = BatchConsumpQueue.objects.filter(process__parent=setup.shred).exists()
+    return registered == len(names) and not waiting
 
 
 def passes_done(setup: DemoSetup) -> int:

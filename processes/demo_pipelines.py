@@ -85,6 +85,15 @@ def _step(
     }
 
 
+# What each step's output must hold (docs/quality.md): an event without an id is taken out
+# to the quarantine table, a second row for a day fails the daily summary before it is
+# written, and a page that is not https is taken out.
+EXPECTATIONS = {
+    "clickstream_shred_events": {"atomic_events.event_id_present": "drop: event_id IS NOT NULL"},
+    "clickstream_daily_summary": {"daily_page_views.one_row_a_day": "fail: unique(day)"},
+    "clickstream_pages_cleanse": {"pages.https_url": "drop: page_url LIKE 'https://%'"},
+}
+
 TIMER_KEY = "every_seconds"
 AFTER_UPSTREAM = {"on_upstream": True}
 
@@ -140,13 +149,15 @@ def _shred() -> dict[str, Any]:
                         "manifest": "database",
                         "ttl_days": "180",
                     },
+                    "expect": EXPECTATIONS["clickstream_shred_events"],
                 },
                 upstream=["clickstream_ingest"],
             )
         ],
         AFTER_UPSTREAM,
-        # Each shred batch closes a day for the demo: the daily step cuts at it.
-        properties={"run": {"batch_marking": "EOD"}},
+        # Each batch is marked with the days of its events; the first batch of a later day
+        # closes the days before it (EOD@<day>), where the daily step cuts.
+        properties={"run": {"close_days": "on_later_day"}},
     )
 
 
@@ -154,13 +165,16 @@ def _daily() -> dict[str, Any]:
     return _job(
         "clickstream_daily",
         "semantic-job",
-        "Daily page-view summary, cut at the end-of-day batch.",
+        "Daily page-view summary of each closed day, cut at its end-of-day batch.",
         [
             _step(
                 "clickstream_daily_summary",
                 "spark-sql",
                 "",
-                {"sql": {"output_table": "daily_page_views", "query": DAILY_QUERY}},
+                {
+                    "sql": {"output_table": "daily_page_views", "query": DAILY_QUERY},
+                    "expect": EXPECTATIONS["clickstream_daily_summary"],
+                },
                 upstream=["clickstream_shred"],
                 batch_cut_pattern="EOD",
             )
@@ -234,7 +248,8 @@ def _pages() -> dict[str, Any]:
                         "clean_table": "default.pages",
                         "invalid_table": "default.pages_invalid",
                         "rules": json.dumps(PAGE_RULES),
-                    }
+                    },
+                    "expect": EXPECTATIONS["clickstream_pages_cleanse"],
                 },
             ),
         ],

@@ -28,7 +28,7 @@ from batches import markings
 from batches import queue as batch_queue
 from batches.models import Batch, BatchConsumpQueue
 from bdre.errors import BdreError, Code
-from processes import events, run_inputs, schedules
+from processes import days, events, run_inputs, schedules
 from processes.models import ExecState, InstanceExec, Process, Trigger
 from processes.workflow import steps_in_order
 
@@ -384,12 +384,7 @@ def halt_job(
     now = timezone.now()
     batch_queue.mark_processed(run.target_batch_id, now=now)
     if not batch_marking:
-        claimed = batch_queue.claimed_rows(run.target_batch_id).values_list(
-            "batch_marking", flat=True
-        )
-        batch_marking = (
-            markings.union(claimed) or timezone.localtime(run.start_ts).date().isoformat()
-        )
+        batch_marking = _marking_of(run)
     # An ingesting job hands each file downstream as a batch of its own when it registers
     # it; its run's target batch carries nothing and is not queued.
     target_id = run.target_batch_id
@@ -398,8 +393,22 @@ def halt_job(
             batch_queue.enqueue_for_downstream(
                 job=job, batch_id=target_id, batch_marking=batch_marking, now=now
             )
+            if job.property_value(days.GROUP, days.ON_LATER_DAY) == markings.CLOSE_ON_LATER_DAY:
+                batch_queue.close_days(job, before=markings.min_date([batch_marking]))
         batch_queue.archive(target_batch_id=target_id, now=now)
     _finish(run, ExecState.SUCCESS, now)
+
+
+def _marking_of(run: InstanceExec) -> str:
+    """A halting run's marking: the days its steps said their output holds, or else what it
+    claimed, or else the day it started."""
+    given = InstanceExec.objects.filter(parent=run, exec_state_id=ExecState.SUCCESS)
+    claimed = batch_queue.claimed_rows(run.target_batch_id).values_list("batch_marking", flat=True)
+    return (
+        markings.union(given.values_list("batch_marking", flat=True))
+        or markings.union(claimed)
+        or timezone.localtime(run.start_ts).date().isoformat()
+    )
 
 
 @transaction.atomic

@@ -380,6 +380,18 @@ class InstanceExec(models.Model):
         help_text="What a step run read, in order: tables (db.table), folders and databases "
         "(their URI).",
     )
+    batch_marking = models.CharField(
+        max_length=512,
+        blank=True,
+        help_text="The marking a step gave its run's batch (the days its output holds): the "
+        "job's marking when it halts, unless the job's run.batch_marking sets one.",
+    )
+    checks = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="A step run's expectations, as checked on each table it wrote: rule, "
+        "action, checked, passed and failed rows, a few failing keys (docs/quality.md).",
+    )
     plan = models.JSONField(
         default=dict,
         blank=True,

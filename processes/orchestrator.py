@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from bdre.errors import BdreError, Code
 from bdre.jsonlog import run_context
-from processes import lifecycle, logfiles, run_inputs, step_kinds
+from processes import days, lifecycle, logfiles, run_inputs, step_kinds
 from processes.models import ExecState, InstanceExec, Process, Trigger
 from processes.step_kinds import checks
 from processes.workflow import predecessors, steps_in_order
@@ -151,7 +151,7 @@ def advance(job_run_id: int) -> Advance:
         # A backfill or rewind puts several batches back: each run rebuilds one, and the
         # job runs again while any is left (not after a failure: no storm of retries).
         again = [job.pk] if run_inputs.has_rebuilds(job.pk) else []
-        return Advance(finished=True, downstream=_triggered_by(job) + again)
+        return Advance(finished=True, downstream=triggered_by(job) + again)
     handed_out = set(run.plan.get("dispatched", [])) | done | set(states)
     ready = [s.pk for s in steps if s.pk not in handed_out and before[s.pk] <= done]
     if ready:
@@ -173,7 +173,15 @@ def held_by_its_pause(job_id: int) -> bool:
     return runs_on_upstream(job_id) and run_inputs.has_queued_input(job_id)
 
 
-def _triggered_by(job: Process) -> list[int]:
+def close_due_days(now: datetime | None = None) -> list[int]:
+    """Close the days whose grace has passed (``days.close_due_days``); returns the jobs to
+    run now: those that run on a job that closed a day, whose batches of it now end a day."""
+    closed = days.close_due_days(now)
+    jobs = Process.objects.filter(pk__in=closed).order_by("id")
+    return sorted({downstream for job in jobs for downstream in triggered_by(job)})
+
+
+def triggered_by(job: Process) -> list[int]:
     """Jobs that run as soon as ``job`` queued a batch for one of their steps (a paused job
     does not: its batches wait for it to be resumed)."""
     from processes.schedules import paused, runs_on_upstream

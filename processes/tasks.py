@@ -190,6 +190,10 @@ def reap_expired_runs() -> list[int]:
     reaped = lifecycle.reap_expired()
     if reaped:
         log.warning("reaped expired runs %s", reaped)
+    # On the reaper's tick too: the days whose grace has passed are closed, and the jobs
+    # downstream that waited for them run.
+    for job_id in orchestrator.close_due_days():
+        enqueue_run(job_id)
     return reaped
 
 

@@ -217,6 +217,7 @@ def _run_context(request: HttpRequest, pk: int) -> dict[str, Any]:
             logfiles.read(step, q=q, tail=LOG_MATCHES_SHOWN if q else LOG_TAIL_SHOWN)
             for step in steps
         ],
+        "checks": [{"step": s.process.name, **check} for s in steps for check in s.checks],
         "live": run.exec_state_id == ExecState.RUNNING,
         "duration": ((run.end_ts or last) - run.start_ts).total_seconds(),
     }

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import CharField
 
 from bdre.sql_parse import StatementTooDeep
+from processes import days
 from processes.models import SCHEDULE_GROUP, Process, Property
 from processes.step_kinds import checks
 
@@ -47,6 +48,11 @@ def check_properties(properties: Properties, owner: str, field: str | None = "pr
                 "job page's schedule section), not as properties"
             }
         )
+    if days.GROUP in properties:
+        try:
+            days.check(dict(properties[days.GROUP]))
+        except days.RefusedDayClose as exc:
+            raise ValidationError({field or "value": f"{owner}: {exc}"}) from exc
     for group, values in properties.items():
         names = [("config_group", "config group", group, GROUP_LENGTH)]
         names += [("key", "key", key, KEY_LENGTH) for key in values]

@@ -65,6 +65,7 @@ class RunSerializer(serializers.ModelSerializer):
             "spark_conf",
             "error",
             "counters",
+            "checks",
         )
         read_only_fields = fields
 

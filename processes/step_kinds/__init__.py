@@ -189,6 +189,7 @@ class StepContext:
     options: dict[str, Any] = field(default_factory=dict)  # from the caller (CLI flags, ...)
     outputs: list[str] = field(default_factory=list)  # tables written so far (db.table)
     inputs: list[str] = field(default_factory=list)  # tables and locations read so far
+    checks: list[dict[str, Any]] = field(default_factory=list)  # expectations checked so far
 
     @property
     def log(self) -> StepLogger:
@@ -228,6 +229,18 @@ class StepContext:
                 run_id=self.step_run_id,
                 describe=describe,
             )
+
+    def mark_batch(self, marking: str) -> None:
+        """Mark the run's batch (a marking, batches/markings.py: the days its output holds): the job
+        queues it downstream with this marking, and a job that closes days closes the days
+        before it (``batch_queue.close_days``)."""
+        InstanceExec.objects.filter(pk=self.step_run_id).update(batch_marking=marking)
+
+    def record_checks(self, results: list[dict[str, Any]]) -> None:
+        """Keep on the run the expectations checked on a table it writes, as soon as they are
+        known: a step that one of them fails still shows them all."""
+        self.checks += results
+        InstanceExec.objects.filter(pk=self.step_run_id).update(checks=self.checks)
 
     def record_output(self, name: str) -> None:
         """Keep on the run a table the step wrote (``db.table``), as soon as it is written."""

@@ -5,12 +5,19 @@ checks itself (its spec's ``checks``). Nothing here knows a kind by its name."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from batches.locations import LocationRefused, Outside, TeamStorage, storages
 from batches.tables import TableNotWritable, check_name, split_name
 from processes.models import Process, ProcessType, Property, grouped_properties
-from processes.step_kinds import PropertyGroups, RefusedProperty, StepContext, StepKind, find
+from processes.step_kinds import (
+    PropertyGroups,
+    RefusedProperty,
+    StepContext,
+    StepKind,
+    expectations,
+    find,
+)
 from processes.step_kinds.spark_conf import RefusedSparkOption, check_spark_queue, step_options
 
 # What a step's properties can be refused with (a kind's own checks raise RefusedProperty).
@@ -29,12 +36,26 @@ def check_step_properties(kind: str, properties: PropertyGroups, *, team_id: int
         return
     if spec.locations is not None:
         spec.locations.refuse_outside(TeamStorage(team_id), properties)
-    for check in spec.checks:
+    for check in _checks_of(spec):
         check(properties)
     for table in spec.writes:
         value = properties.get(table.group, {}).get(table.key)
         if value:
             check_name(*split_name(str(value)) if table.qualified else (str(value), "t"))
+
+
+def _checks_of(spec: StepKind) -> list[Callable[[PropertyGroups], None]]:
+    """The kind's own checks; and a Spark kind's expectations on the tables it writes (any
+    other kind has none: an ``expect`` group on it is refused)."""
+    return [*spec.checks, expectations.check if spec.spark else _no_expectations]
+
+
+def _no_expectations(properties: PropertyGroups) -> None:
+    if properties.get(expectations.GROUP):
+        raise expectations.RefusedExpectation(
+            "expect: expectations are checked on the tables a Spark step writes; this step "
+            "writes none"
+        )
 
 
 def _check_spark(kind: str, spec: StepKind | None, properties: PropertyGroups) -> None:
@@ -60,7 +81,7 @@ def check_step_run(context: StepContext) -> None:
         context.log("spark.refused", str(exc), "security")
         raise
     try:
-        for check in spec.checks:
+        for check in _checks_of(spec):
             check(properties)
     except RefusedProperty as exc:
         context.log(exc.log_id, str(exc), "security")

@@ -14,7 +14,7 @@ from batches.locations import LocationRefused, TeamStorage, spark_path
 from batches.models import HiveTable
 from lineage.steps import folder_of, table_name
 from processes.models import InstanceExec
-from processes.step_kinds import StepContext
+from processes.step_kinds import StepContext, expectations
 from processes.step_kinds.spark_conf import STEP_GROUP
 from processes.step_kinds.spark_session import (
     application_id,
@@ -91,7 +91,13 @@ class PartitionWrittenTwice(RuntimeError):
 
 
 def write_batch(
-    df: DataFrame, context: StepContext, database: str, table: str, *, comments: str = ""
+    df: DataFrame,
+    context: StepContext,
+    database: str,
+    table: str,
+    *,
+    comments: str = "",
+    checked: bool = True,
 ) -> HiveTable:
     """Write ``df`` as the target batch's partition of a Parquet table and register it: the
     partition's folder is overwritten, so a re-run replaces its own partition and leaves
@@ -103,7 +109,11 @@ def write_batch(
     with dynamic overwrite: a frame without rows then still leaves a Parquet file with the
     schema, so that the table is readable (Spark cannot infer the schema of a folder with
     no file), and a re-run that finds nothing replaces an earlier attempt's rows (a dynamic
-    overwrite with no rows touches no partition and left them)."""
+    overwrite with no rows touches no partition and left them).
+
+    Unless ``checked`` is False (the quarantine's own write), the step's expectations on
+    ``table`` are checked first (:func:`_expected`): a failed ``fail`` rule leaves the
+    partition as it was."""
     written = f"{database}.{table}"
     if written in context.outputs:
         raise PartitionWrittenTwice(
@@ -115,6 +125,8 @@ def write_batch(
     location = destination.location
     partition = f"{location}/{BATCH_COLUMN}={context.target_batch_id}"
     df = df.drop(BATCH_COLUMN)
+    if checked:
+        df = _expected(df, context, database, table, location)
     df.write.mode("overwrite").parquet(partition)
     context.record_output(written)
     return tables.register_written(
@@ -127,6 +139,72 @@ def write_batch(
             "comments": comments or f"written by {context.step.name}",
         },
     )
+
+
+def _expected(
+    df: DataFrame, context: StepContext, database: str, table: str, location: str
+) -> DataFrame:
+    """The rows of the batch to write once the step's expectations on ``table`` are checked
+    (processes/step_kinds/expectations.py): the results kept on the run, the rows a drop rule
+    took out in ``<table>_quarantine``; a failed fail rule fails the step before a byte of
+    the batch is written."""
+    rules = [
+        r for r in expectations.rules_of(context.properties(expectations.GROUP)) if r.table == table
+    ]
+    if not rules:
+        return df
+    checked = expectations.apply(
+        df, rules, run_id=context.step_run_id, others=_other_batches(df, context, location)
+    )
+    context.record_checks(checked.results)
+    for result in checked.results:
+        if result["failed"]:
+            context.log(
+                "expect.failed",
+                f"{result['table']}.{result['rule']} ({result['action']}: "
+                f"{result['rule_text']}): {result['failed']} of {result['checked']} rows failed",
+                "quality",
+            )
+    if checked.failed:
+        raise expectations.ExpectationFailed(
+            f"batch {context.target_batch_id} of {database}.{table} is not written: "
+            + "; ".join(checked.failed)
+        )
+    dropped = sum(r["failed"] for r in checked.results if r["action"] == "drop")
+    if checked.quarantine is not None and dropped:
+        write_batch(
+            checked.quarantine,
+            context,
+            database,
+            table + expectations.QUARANTINE_SUFFIX,
+            comments=f"rows of {database}.{table} that a drop expectation took out",
+            checked=False,
+        )
+    return checked.kept
+
+
+def _other_batches(df: DataFrame, context: StepContext, location: str) -> DataFrame | None:
+    """The table's batches but the one being written (for a key unique across them), or
+    None when it has none yet."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        written = df.sparkSession.read.parquet(spark_path(location))
+        written.schema  # noqa: B018 - reading the schema is what fails on a table with no file
+    except AnalysisException:
+        return None
+    return written.filter(F.col(BATCH_COLUMN) != context.target_batch_id)
+
+
+def days_written(
+    context: StepContext, spark: SparkSession, table: HiveTable, column: str
+) -> list[str]:
+    """The days (``YYYY-MM-DD``, Spark's session time zone, as a query's ``to_date`` sees
+    them) of ``column`` in the partition the step just wrote to ``table``: one column read."""
+    partition = f"{table.location}/{BATCH_COLUMN}={context.target_batch_id}"
+    day = F.to_date(F.col(column))
+    rows = spark.read.parquet(partition).select(day.alias("day")).distinct().collect()
+    return sorted(row.day.isoformat() for row in rows if row.day is not None)
 
 
 def team_of(context: StepContext) -> int:

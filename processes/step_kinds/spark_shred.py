@@ -44,6 +44,8 @@ STRATEGIES = (
 # Where an entity table's columns come from, in the entity's JSON column: its Iglu schema
 # and its data; the event's id (a new one for a synthetic duplicate) and time.
 _FROM_JSON = ("from_json",)
+# What the days of a shred batch are: when the collector received its events.
+DAY_COLUMN = "collector_tstamp"
 _ENTITY_FROM_JSON = {
     "schema_vendor": _FROM_JSON,
     "schema_name": _FROM_JSON,
@@ -111,7 +113,7 @@ def spark_shred(context: StepContext) -> Counters:
 
     from processes.step_kinds import shred
     from processes.step_kinds.shred_runner import entity_counts, models_of, shred_files
-    from processes.step_kinds.spark_io import input_folders, start, write_batch
+    from processes.step_kinds.spark_io import days_written, input_folders, start, write_batch
     from processes.step_kinds.spark_session import get_spark
 
     props = context.properties("shred")
@@ -127,7 +129,10 @@ def spark_shred(context: StepContext) -> Counters:
     result = shred_files(context, spark, dedup, enabled)
     counters = {"files": len(context.files), **result.counters}
     atomic = shred.atomic(result.events)
-    write_batch(atomic, context, database, atomic_table)
+    written = write_batch(atomic, context, database, atomic_table)
+    # The batch is marked with the days of its events: a job that closes days (the demo's
+    # run.close_days) closes each day before them once a later day's batch comes.
+    context.mark_batch(",".join(days_written(context, spark, written, DAY_COLUMN)))
     write_batch(
         result.bad, context, database, f"{atomic_table}_bad", comments="lines that failed to parse"
     )

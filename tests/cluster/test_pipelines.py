@@ -115,6 +115,32 @@ def test_make_demo_runs_the_pipeline_on_the_embedded_worker(local_demo):
     assert counts["invalid page rows"] == 4
     assert "default.pages" in out and "default.pages_invalid" in out
     assert counts["rows exported"] > 0
+    # The daily summary waits for the end of each day: one row per day it holds, in the table
+    # and in the export, and every page view of the closed day counted in it.
+    tables = local_demo.tables()
+    daily = tables["default.daily_page_views"]
+    exported = tables["exports.daily_page_views"]
+    assert len({day for day, _ in daily}) == len(daily) >= 1, daily
+    assert len({day for day, _ in exported}) == len(exported) == len(daily), exported
+    assert sorted(map(str, daily)) == sorted(map(str, exported))
+    events = local_demo.table("default.atomic_events", ["event", "collector_tstamp"])
+    closed = {day.isoformat() for day, _ in daily}
+    assert sum(views for _, views in daily) == sum(
+        1 for event, at in events if event == "page_view" and str(at)[:10] in closed
+    )
+    # The day the last file brought is still open: nothing of it summed yet.
+    assert any(str(at)[:10] not in closed for _, at in events)
+    assert "days summed:         2026-11-20\n" in out
+    assert "days still open:     2026-11-21\n" in out
+    # Its expectations, checked on every batch the steps wrote, none of them failing.
+    assert "daily_page_views.one_row_a_day (fail: unique(day)): 1 row checked, 0 failed" in out, out
+    checked = re.search(
+        r"atomic_events.event_id_present \(drop: event_id IS NOT NULL\): (\d+) rows checked, "
+        r"0 failed",
+        out,
+    )
+    assert checked and int(checked[1]) == counts["events out"], out
+    assert "pages.https_url (drop: page_url LIKE 'https://%'): 60 rows checked, 0 failed" in out
     # Where a notebook finds them: the published catalog (Beat syncs it: batches/catalog/).
     assert re.search(r"in the catalog as: .*\bt\d+_default\.atomic_events\b", out), out
 

@@ -35,6 +35,15 @@ class DemoRun:
     def counts(self) -> dict[str, int]:
         return {k: int(v) for k, v in re.findall(r"^\s+([a-z ,]+):\s+(\d+)$", self.out, re.M)}
 
+    def table(self, name: str, columns: list[str]) -> list[tuple[object, ...]]:
+        """The rows of the demo's table ``db.table``, of the ``columns`` named."""
+        import pyarrow.dataset as ds
+
+        database, table = name.split(".")
+        (folder,) = (self.var_dir / "warehouse").glob(f"team-*/{database}/{table}")
+        rows = ds.dataset(folder, format="parquet", partitioning="hive").to_table(columns)
+        return [tuple(row[c] for c in columns) for row in rows.to_pylist()]
+
     def tables(self) -> dict[str, list[tuple[object, ...]]]:
         """Each table the demo wrote (``db.table``), as its sorted rows without ``batch_id``:
         batch ids depend on how many scans ran before the files were ready, the rows do not.

@@ -109,11 +109,13 @@ def sql_step(
     output: str | None = None,
     upstream: Iterable[Process] = (),
     spark: Mapping[str, str] | None = None,
+    expect: Mapping[str, str] | None = None,
 ) -> StepSpec:
     """A ``spark.sql`` step running ``query`` into the table ``output``, with ``spark`` as
-    its own Spark options."""
+    its own Spark options and ``expect`` as its expectations (``<table>.<rule>`` -> rule)."""
     sql = {"query": query} | ({"output_table": output} if output is not None else {})
     properties = {"sql": sql} | ({"spark": dict(spark)} if spark else {})
+    properties |= {"expect": dict(expect)} if expect else {}
     return StepSpec(name, SQL, upstream=job_ids(upstream), properties=properties)
 
 

@@ -62,3 +62,17 @@ def feed(job, step_marks: list[str]) -> list[int]:
         lifecycle.halt_job(job.pk, mark)
         batches.append(result.target_batch_id)
     return batches
+
+
+def run_marked(job, days: str) -> int:
+    """A run of ``job`` whose steps mark its batch with ``days``, as a step does
+    (``StepContext.mark_batch``); halt_job is given no marking. Returns its batch."""
+    from processes.models import InstanceExec
+
+    result = lifecycle.init_job(job.pk)
+    for step in steps_of(job):
+        step_run_id = lifecycle.init_step(step.pk)
+        InstanceExec.objects.filter(pk=step_run_id).update(batch_marking=days)
+        lifecycle.halt_step(step.pk)
+    lifecycle.halt_job(job.pk)
+    return result.target_batch_id

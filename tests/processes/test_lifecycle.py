@@ -14,7 +14,7 @@ from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchS
 from processes import lifecycle
 from processes.models import ExecState, InstanceExec
 from tests.helpers.factories import InstanceExecFactory
-from tests.helpers.lifecycle import code_of, feed, landed, queued, run_job, steps_of
+from tests.helpers.lifecycle import code_of, feed, landed, queued, run_job, run_marked, steps_of
 
 # backends: conditional updates, row locks and constraints (docs/testing.md).
 pytestmark = [pytest.mark.django_db, pytest.mark.backends]
@@ -181,6 +181,46 @@ def test_cut_pattern_is_checked_on_the_steps_own_rows(make_job):
         batch_marking="EOD@2026-11-20",
     )
     assert code_of(lifecycle.init_job, cut.pk) == 109
+
+
+def test_the_first_batch_of_a_later_day_closes_the_days_before_it(make_job):
+    shred = make_job("shred", properties={"run": {"close_days": "on_later_day"}})
+    daily = make_job("daily", upstream=[shred], cut="EOD@")
+    (step,) = steps_of(daily)
+    first_day = [run_marked(shred, "2026-11-20") for _ in range(3)]
+    assert code_of(lifecycle.init_job, daily.pk) == 109  # the day is still open
+    run_marked(shred, "2026-11-21")
+    assert [row.batch_marking for row in queued(step)] == [
+        "2026-11-20",
+        "2026-11-20",
+        "2026-11-20,EOD@2026-11-20",
+        "2026-11-21",
+    ]
+    assert run_job(daily).steps[step.pk].batch_ids == first_day  # the day, whole, once
+    assert code_of(lifecycle.init_job, daily.pk) == 109
+
+    # Two open days at once (a batch of the 21st, one of the 22nd): a batch of the 24th
+    # closes both, each with its own last batch; a late batch of a closed day closes no day.
+    run_marked(shred, "2026-11-22")
+    run_marked(shred, "2026-11-20")
+    run_marked(shred, "2026-11-24")
+    assert [row.batch_marking for row in queued(step, BatchState.NEW)] == [
+        "2026-11-21,EOD@2026-11-21",
+        "2026-11-22,EOD@2026-11-22",
+        "2026-11-20,EOD@2026-11-20",
+        "2026-11-24",
+    ]
+
+
+def test_a_job_that_does_not_close_days_leaves_the_markings_as_its_steps_gave_them(make_job):
+    p1 = make_job("p1")
+    p2 = make_job("p2", upstream=[p1], cut="EOD")
+    run_marked(p1, "2026-11-20")
+    run_marked(p1, "2026-11-21,2026-11-22")
+    assert [row.batch_marking for row in queued(steps_of(p2)[0])] == [
+        "2026-11-20",
+        "2026-11-21,2026-11-22",
+    ]
 
 
 def test_a_step_with_several_upstreams_gets_one_row_of_each(make_job):

@@ -3,6 +3,7 @@ the job page, and the dashboard's part that its script fetches again."""
 
 from __future__ import annotations
 
+import html
 import itertools
 import re
 import xml.etree.ElementTree as ET
@@ -220,3 +221,32 @@ def test_a_day_at_the_end_of_the_calendar_is_refused_not_a_server_error(
     assert page.status_code == 200
     assert "A day from year 1 to 9999 (in UTC)." in page.content.decode()
     assert run_ids(page.content.decode()) == []
+
+
+def test_a_run_page_and_the_api_show_each_expectation_with_its_counts(team, make_job):
+    job = make_job("report")
+    run = job_run(job, state=ExecState.FAILED)
+    step = step_run(run, job.steps.get(), rows_in=4)
+    step.checks = [
+        {"table": "orders", "rule": "positive", "rule_text": "amount >= 0", "kind": "row",
+         "action": "drop", "checked": 4, "passed": 3, "failed": 1, "samples": [{"amount": -1.0}]},
+        {"table": "orders", "rule": "one_each", "rule_text": "unique(id)", "kind": "unique",
+         "action": "fail", "checked": 4, "passed": 2, "failed": 2, "samples": [{"id": 3}]},
+    ]  # fmt: skip
+    step.save()
+    page = _as(team.viewer).get(f"/runs/{run.pk}/").content.decode()
+    table = page[page.index('data-testid="expectations"') :]
+    table = table[: table.index("</table>")]
+    rows = re.findall(r"<tr class=\"([\w-]*)\">(.*?)</tr>", table, re.S)
+    cells = [
+        (css, " ".join(html.unescape(re.sub(r"<[^>]+>", " ", row)).split())) for css, row in rows
+    ]
+    assert cells == [
+        (
+            "check-warned",
+            "report_s1 orders positive amount >= 0 drop to orders_quarantine 4 3 1 amount=-1.0",
+        ),
+        ("check-failed", "report_s1 orders one_each unique(id) fail the step 4 2 2 id=3"),
+    ]
+    shown = _as(team.viewer).get(f"/api/v1/runs/{step.pk}/").json()
+    assert shown["checks"] == step.checks

@@ -3,6 +3,8 @@ from __future__ import annotations
 import signal
 import sys
 import time
+from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -93,32 +95,48 @@ class Command(BaseCommand):
         out.write(f"  starting the embedded worker with Beat (log: {log})")
         self.worker = start_worker(log)
         passes = demo.passes_done(setup)
-        files, seen = demo.generate_landing(landing, files=o["files"], events=o["events"])
+        day = demo.day_of_next_drop(setup)
+        files, seen = demo.generate_landing(landing, files=o["files"], events=o["events"], day=day)
         demo.generate_pages(landing)
         out.write(
-            f"  dropped {len(files)} event files into {landing} (one still being written) "
-            "and the shop's page list"
+            f"  dropped {len(files)} event files of {day} into {landing} (one still being "
+            "written) and the shop's page list"
         )
-        self._wait(setup, passes + 1, o["timeout"], log)
-        # New files while it runs: the next scheduled scan picks them up, and their repeats
-        # of the first files are cross-batch duplicates.
+        self._wait(
+            "the scan and the shred to take the files in",
+            lambda: demo.shredded(setup, files) and demo.pages_loaded(setup),
+            o["timeout"],
+            log,
+        )
+        out.write(f"  {day} is still open: the daily summary waits for its end")
+        # New files while it runs: the next scheduled scan picks them up, their repeats of
+        # the first files are cross-batch duplicates, and their day closes the day before.
+        later = day + timedelta(days=1)
         files, _ = demo.generate_landing(
-            landing, files=1, events=o["events"], repeat_from=seen, in_flight=False
+            landing, files=1, events=o["events"], day=later, repeat_from=seen, in_flight=False
         )
-        out.write(f"  dropped {len(files)} more file, repeating some events already shredded")
-        self._wait(setup, passes + 2, o["timeout"], log)
+        out.write(
+            f"  dropped {len(files)} more file, of {later}, repeating some events already "
+            f"shredded: it closes {day}"
+        )
+        self._wait(
+            f"the daily summary of {day} and its export",
+            lambda: demo.passes_done(setup) > passes,
+            o["timeout"],
+            log,
+        )
         out.write(self.style.SUCCESS("What happened:"))
         for line in demo.summary(setup).lines():
             out.write(line)
         if not o["serve"]:
             self._stop_worker()
 
-    def _wait(self, setup: demo.DemoSetup, passes: int, timeout: int, log: Path) -> None:
+    def _wait(self, what: str, done: Callable[[], bool], timeout: int, log: Path) -> None:
         out = self.stdout
-        out.write("  waiting for the schedule to run the pipeline ", ending="")
+        out.write(f"  waiting for {what} ", ending="")
         out.flush()
         deadline = time.monotonic() + timeout
-        while demo.passes_done(setup) < passes or not demo.pages_loaded(setup):
+        while not done():
             if self.worker.poll() is not None:
                 raise CommandError(f"the worker stopped; see {log}")
             if time.monotonic() > deadline:

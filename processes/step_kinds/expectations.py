@@ -1,0 +1,279 @@
+"""Expectations on what a Spark step writes (docs/quality.md): rules declared per output table
+in the step's ``expect`` properties, checked in Spark on each batch the step writes, before a
+byte of it is written (``spark_io.write_batch``).
+
+A rule is the property ``expect.<table>.<name>`` (``<table>`` as the step writes it, without
+its database), its value ``<action>: <rule>``:
+
+- a **row rule**, a SQL boolean over the row (``event_id IS NOT NULL``), checked by the same
+  sandbox as a step's query (``sql_guard``); a row for which it is false or NULL fails it;
+- a **batch rule**: ``unique(<column>, ...)`` (no two rows of the batch, nor a row of the
+  batch and one of the table's other batches, share the key), ``rows(<min>, <max>)`` (the
+  batch's row count; ``*`` for no bound), ``null_ratio(<column>) <= <ratio>``.
+
+The action: ``warn`` counts the failures; ``drop`` (row rules) writes the failing rows to
+``<table>_quarantine`` with the rules they failed, their text and the run, and the others to
+the table; ``fail`` fails the step naming the rule and its counts, and nothing of the batch
+is written, so nothing downstream runs on it. The rules of a table are computed in one pass
+over the batch's rows (a unique key takes a second pass over that cached frame, and a read of
+the key columns of the table's other batches)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from bdre import sql_parse
+from processes.step_kinds import RefusedProperty
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+GROUP = "expect"
+ACTIONS = ("warn", "drop", "fail")
+QUARANTINE_SUFFIX = "_quarantine"
+SAMPLES = 3  # failing rows kept on the run per rule (their key columns)
+IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
+KEY = re.compile(rf"(?P<table>{IDENTIFIER})\.(?P<name>{IDENTIFIER})")
+RULE = re.compile(r"\s*(?P<action>[a-z]+)\s*:\s*(?P<body>.+?)\s*", re.S)
+UNIQUE = re.compile(rf"unique\(\s*({IDENTIFIER}(?:\s*,\s*{IDENTIFIER})*)\s*\)", re.I)
+BOUND = r"(\d+|\*)"
+ROWS = re.compile(rf"rows\(\s*{BOUND}\s*,\s*{BOUND}\s*\)", re.I)
+NULL_RATIO = re.compile(rf"null_ratio\(\s*({IDENTIFIER})\s*\)\s*<=\s*([01](?:\.\d+)?)", re.I)
+BATCH_WORDS = re.compile(r"(unique|rows|null_ratio)\s*\(", re.I)
+
+
+class RefusedExpectation(RefusedProperty):
+    log_id = "expect.refused"
+
+
+class ExpectationFailed(RuntimeError):
+    """A ``fail`` rule failed: the batch is not written; the message names the rules."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    table: str
+    name: str
+    action: str
+    text: str  # as declared, after the action
+    kind: str  # "row", "unique", "rows", "null_ratio"
+    columns: tuple[str, ...] = ()  # unique's key, null_ratio's column, a row rule's columns
+    low: int | None = None  # rows' bounds
+    high: int | None = None
+    ratio: float = 0.0
+
+
+def parse(key: str, value: str) -> Rule:
+    """The rule of the property ``expect.<key>``, or RefusedExpectation saying what to write."""
+    named = KEY.fullmatch(key)
+    if named is None:
+        raise RefusedExpectation(
+            f"expect.{key}: name a rule <table>.<rule>, both plain identifiers "
+            "(expect.atomic_events.event_id_present)"
+        )
+    table, name = named["table"], named["name"]
+    ruled = RULE.fullmatch(value or "")
+    if ruled is None or ruled["action"] not in ACTIONS:
+        raise RefusedExpectation(
+            f"expect.{key}: write <action>: <rule>, the action one of {', '.join(ACTIONS)} "
+            f"(drop: event_id IS NOT NULL), not {value[:80]!r}"
+        )
+    action, body = ruled["action"], ruled["body"]
+    unique, rows, null_ratio = (
+        UNIQUE.fullmatch(body),
+        ROWS.fullmatch(body),
+        NULL_RATIO.fullmatch(body),
+    )
+    batch = unique or rows or null_ratio
+    if batch is None and BATCH_WORDS.match(body):
+        raise RefusedExpectation(
+            f"expect.{key}: a batch rule is unique(<column>, ...), rows(<min>, <max>) with * "
+            f"for no bound, or null_ratio(<column>) <= <ratio from 0 to 1>; not {body[:80]!r}"
+        )
+    if batch is not None and action == "drop":
+        raise RefusedExpectation(
+            f"expect.{key}: {body} is a rule of the whole batch: its action is warn or fail "
+            "(drop takes rows out, a row rule's action)"
+        )
+    if unique is not None:
+        columns = tuple(c.strip() for c in unique[1].split(","))
+        return Rule(table, name, action, body, "unique", columns)
+    if rows is not None:
+        low, high = (None if b == "*" else int(b) for b in (rows[1], rows[2]))
+        if low is not None and high is not None and low > high:
+            raise RefusedExpectation(
+                f"expect.{key}: rows({low}, {high}): the minimum is above the maximum"
+            )
+        return Rule(table, name, action, body, "rows", low=low, high=high)
+    if null_ratio is not None:
+        ratio = float(null_ratio[2])
+        if ratio > 1:
+            raise RefusedExpectation(f"expect.{key}: a null ratio is from 0 to 1, not {ratio}")
+        return Rule(table, name, action, body, "null_ratio", (null_ratio[1],), ratio=ratio)
+    return Rule(table, name, action, body, "row", _row_columns(key, body))
+
+
+def _row_columns(key: str, body: str) -> tuple[str, ...]:
+    """The columns a row rule reads, once the sandbox has let it through as an expression
+    over the row alone (no query, no table, no aggregate, no window)."""
+    from processes.step_kinds.sql_guard import DIALECT, RefusedStatement, check_statement
+
+    try:
+        check_statement(f"SELECT 1 FROM t WHERE ({body})")
+        (tree,) = sql_parse.parse(f"SELECT 1 FROM t WHERE ({body})", DIALECT)
+        # Alone too, as Spark reads it: "a) OR (b" is a boolean only inside the parentheses.
+        alone = sql_parse.parse(body, DIALECT)
+    except (RefusedStatement, sql_parse.StatementTooDeep) as exc:
+        raise RefusedExpectation(f"expect.{key}: {exc}") from exc
+    except SqlglotError as exc:
+        reason = str(exc).splitlines()[0]
+        raise RefusedExpectation(f"expect.{key}: the rule cannot be parsed ({reason})") from exc
+    if len(alone) != 1 or not isinstance(alone[0], exp.Condition):
+        raise RefusedExpectation(f"expect.{key}: a row rule is one boolean over the row")
+    where = tree.args.get("where")
+    if not isinstance(tree, exp.Select) or where is None or tree.args.get("joins"):
+        raise RefusedExpectation(f"expect.{key}: a row rule is one boolean over the row")
+    inner = list(where.this.walk())
+    if any(isinstance(n, (exp.Query, exp.Subquery, exp.AggFunc, exp.Window)) for n in inner):
+        raise RefusedExpectation(
+            f"expect.{key}: a row rule reads the row alone: no query, aggregate or window "
+            f"(a batch rule checks the whole batch: unique(...), rows(...), null_ratio(...))"
+        )
+    return tuple(sorted({c.name for c in where.this.find_all(exp.Column)}))
+
+
+def rules_of(properties: Mapping[str, Any]) -> list[Rule]:
+    """Every rule of an ``expect`` group, in the order of their names; the first bad one
+    refused."""
+    return [parse(key, str(value)) for key, value in sorted(properties.items())]
+
+
+def check(groups: Mapping[str, Mapping[str, Any]]) -> None:
+    """A step's ``expect`` group as registered and before each run."""
+    rules_of(groups.get(GROUP, {}))
+
+
+# --- in Spark -------------------------------------------------------------------------------
+
+
+@dataclass
+class Checked:
+    kept: DataFrame  # the rows to write
+    quarantine: DataFrame | None  # the dropped rows, with why; None without drop rules
+    results: list[dict[str, Any]]
+    failed: list[str]  # the fail rules that failed, as the step's error says them
+
+
+def apply(df: DataFrame, rules: list[Rule], *, run_id: int, others: DataFrame | None) -> Checked:
+    """Check ``rules`` on the batch ``df``; ``others`` is the table's other batches (for a
+    unique key across them), None when it has none yet."""
+    from pyspark.sql import functions as F
+
+    row_rules = [r for r in rules if r.kind == "row"]
+    flags = {r.name: f"_ok_{i}" for i, r in enumerate(row_rules)}
+    marked = df.select(
+        "*", *[F.coalesce(F.expr(r.text), F.lit(False)).alias(flags[r.name]) for r in row_rules]
+    ).cache()
+    aggregates = [F.count(F.lit(1)).alias("_rows")]
+    aggregates += [F.count_if(~F.col(flags[r.name])).alias(flags[r.name]) for r in row_rules]
+    nulls = {r.columns[0] for r in rules if r.kind == "null_ratio"}
+    aggregates += [F.count_if(F.col(c).isNull()).alias(f"_null_{c}") for c in sorted(nulls)]
+    totals = marked.agg(*aggregates).first()
+    assert totals is not None  # an aggregate without groups has exactly one row
+    rows = int(totals["_rows"])
+    results = []
+    for rule in rules:
+        if rule.kind == "row":
+            failed = int(totals[flags[rule.name]])
+            samples = _samples(marked.filter(~F.col(flags[rule.name])), rule.columns, failed)
+        elif rule.kind == "null_ratio":
+            failed = int(totals[f"_null_{rule.columns[0]}"])
+            failed = failed if rows and failed / rows > rule.ratio else 0
+            samples = []
+        elif rule.kind == "rows":
+            low_ok = rule.low is None or rows >= rule.low
+            failed = 0 if low_ok and (rule.high is None or rows <= rule.high) else rows
+            samples = []
+        else:
+            failed, samples = _duplicates(marked, rule.columns, others)
+        results.append(_result(rule, rows, failed, samples))
+    dropping = [flags[r.name] for r in row_rules if r.action == "drop"]
+    kept = marked
+    quarantine = None
+    if dropping:
+        every = F.lit(True)
+        for flag in dropping:
+            every = every & F.col(flag)
+        kept = marked.filter(every)
+        why = [
+            F.when(~F.col(flags[r.name]), F.lit(r.name)) for r in row_rules if r.action == "drop"
+        ]
+        text = [
+            F.when(~F.col(flags[r.name]), F.lit(r.text)) for r in row_rules if r.action == "drop"
+        ]
+        quarantine = marked.filter(~every).select(
+            *df.columns,
+            F.concat_ws(", ", *why).alias("failed_rules"),
+            F.concat_ws("; ", *text).alias("rule_text"),
+            F.lit(run_id).cast("long").alias("run_id"),
+        )
+    failing = [
+        f"{r['table']}.{r['rule']} ({r['rule_text']}): {r['failed']} of {r['checked']} failed"
+        for r in results
+        if r["action"] == "fail" and r["failed"]
+    ]
+    return Checked(kept.drop(*flags.values()), quarantine, results, failing)
+
+
+def _result(rule: Rule, rows: int, failed: int, samples: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "table": rule.table,
+        "rule": rule.name,
+        "rule_text": rule.text,
+        "kind": rule.kind,
+        "action": rule.action,
+        "checked": rows,
+        "passed": rows - failed if rule.kind in ("row", "unique") else (rows if not failed else 0),
+        "failed": failed,
+        "samples": samples,
+    }
+
+
+def _samples(failing: DataFrame, columns: tuple[str, ...], failed: int) -> list[dict[str, Any]]:
+    if not failed or not columns:
+        return []
+    return [_plain(row.asDict()) for row in failing.select(*columns).limit(SAMPLES).collect()]
+
+
+def _duplicates(
+    marked: DataFrame, key: tuple[str, ...], others: DataFrame | None
+) -> tuple[int, list[dict[str, Any]]]:
+    """The rows of the batch whose key another row of the batch or of the table's other
+    batches has, and a few of those keys."""
+    from pyspark.sql import functions as F
+
+    counted = marked.groupBy(*key).agg(F.count(F.lit(1)).alias("_n"))
+    if others is not None:
+        taken = others.select(*key).distinct().withColumn("_taken", F.lit(True))
+        counted = counted.join(taken, list(key), "left")
+    else:
+        counted = counted.withColumn("_taken", F.lit(None).cast("boolean"))
+    clashing = counted.filter((F.col("_n") > 1) | F.col("_taken").isNotNull())
+    total = clashing.agg(F.sum("_n").alias("rows")).first()
+    failed = int(total["rows"] or 0) if total is not None else 0
+    samples = [_plain(r.asDict()) for r in clashing.select(*key).limit(SAMPLES).collect()]
+    return failed, samples
+
+
+def _plain(row: dict[str, Any]) -> dict[str, Any]:
+    """A sample row as JSON keeps it (dates and times as text)."""
+    return {
+        k: v if v is None or isinstance(v, (bool, int, float, str)) else str(v)
+        for k, v in row.items()
+    }
