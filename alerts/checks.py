@@ -4,7 +4,7 @@ registered or changed, through ``GROUP_CHECKS``) and what they mean.
 - ``alerts.email``: a comma list of e-mail addresses;
 - ``alerts.webhook``: an http(s) URL the installation may call (``alerts.outbound``) that
   receives the JSON payload;
-- ``alerts.on``: a comma list of kinds (failure, dead_letter, sla, freshness); default all;
+- ``alerts.on``: a comma list of kinds (failure, dead_letter, sla, freshness, check); default all;
 - ``alerts.sla_minutes``: a run still running after this many minutes alerts (sla);
 - ``alerts.freshness_hours``: no new batch from the job for this many hours alerts.
 """

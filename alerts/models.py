@@ -12,6 +12,7 @@ class Kind(models.TextChoices):
     DEAD_LETTER = "dead_letter", "dead letter"
     SLA = "sla", "run past its SLA"
     FRESHNESS = "freshness", "no new data"
+    CHECK = "check", "expectation failed"
 
 
 class Channel(models.TextChoices):
@@ -31,7 +32,8 @@ class Destination(models.Model):
     kinds = models.CharField(
         max_length=128,
         blank=True,
-        help_text="A comma list of kinds (failure, dead_letter, sla, freshness); empty: all.",
+        help_text="A comma list of kinds (failure, dead_letter, sla, freshness, check); "
+        "empty: all.",
     )
     created_ts = models.DateTimeField(auto_now_add=True)
 

@@ -1,5 +1,6 @@
-"""The lifecycle's and the queue's signals, turned into alerts: a job's run that failed and
-input that went to the dead letter. Each alert is sent by a task after the commit."""
+"""The lifecycle's and the queue's signals, turned into alerts: a job's run that failed, a
+step's expectation that failed rows, and input that went to the dead letter. Each alert is
+sent by a task after the commit."""
 
 from __future__ import annotations
 
@@ -23,7 +24,12 @@ def _run_ended(
     error: str,
     **kwargs: object,
 ) -> None:
-    # A step's failure fails its job's run, which is what is told.
+    # A step's failure fails its job's run, which is what is told; an expectation that
+    # failed rows is told for the step that checked it, failed or not.
+    failed = services.failed_checks(run_id) if parent_id is not None else None
+    if failed is not None:
+        job_id, detail = failed
+        tasks.enqueue(Kind.CHECK, job_id, run_id=parent_id, detail=detail)
     if parent_id is None and state == ExecState.FAILED:
         tasks.enqueue(Kind.FAILURE, process_id, run_id=run_id, detail=error)
     if parent_id is None:

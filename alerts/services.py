@@ -1,7 +1,7 @@
 """Alerts: who gets one, the rate limit, the message, the sending and its record, and the
 periodic checks (runs past their SLA, jobs without new data).
 
-An alert is raised for a job and a kind (failure, dead_letter, sla, freshness). It goes to
+An alert is raised for a job and a kind (failure, dead_letter, sla, freshness, check). It goes to
 the job's own destinations (``alerts.email``, ``alerts.webhook``, for the kinds in
 ``alerts.on``) and to the destinations of the job's team that take that kind. At most one
 alert per (job, kind) passes in ``BDRE_ALERT_MIN_INTERVAL_SECONDS``: the gate's row is
@@ -38,6 +38,7 @@ TITLES = {
     Kind.DEAD_LETTER: "input went to the dead letter",
     Kind.SLA: "run {run} is past its SLA",
     Kind.FRESHNESS: "no new data",
+    Kind.CHECK: "an expectation failed in run {run}",
 }
 
 
@@ -221,6 +222,21 @@ def _deliver(alert: Alert, subject: str, text: str, payload: dict[str, Any]) -> 
     Alert.objects.filter(pk=alert.pk).update(
         status=alert.status, error=alert.error, sent_at=alert.sent_at
     )
+
+
+def failed_checks(step_run_id: int) -> tuple[int, str] | None:
+    """The job of a step run whose expectations failed rows (warn, drop or fail), and what
+    they say, one per line; None when none did."""
+    run = InstanceExec.objects.filter(pk=step_run_id).select_related("process").first()
+    if run is None or run.process.parent_id is None:
+        return None
+    lines = [
+        f"{run.process.name}: {c['table']}.{c['rule']} ({c['action']}: {c['rule_text']}): "
+        f"{c['failed']} of {c['checked']} rows failed"
+        for c in run.checks
+        if c.get("failed")
+    ]
+    return (run.process.parent_id, "\n".join(lines)) if lines else None
 
 
 def dead_letter_jobs(queue_ids: list[int]) -> dict[int, int]:

@@ -9,7 +9,8 @@ from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import mark_safe
 
 from batches import catalog, tables
-from lineage import graphs, visibility
+from bdre import charts
+from lineage import graphs, quality, visibility
 
 
 @login_required
@@ -63,7 +64,19 @@ def node(request: HttpRequest, pk: int) -> HttpResponse:
             "graph": mark_safe(graphs.to_svg(graph)),
             "writers": writers,
             "columns": visibility.columns(user, table),
+            "checks": [
+                (history, mark_safe(_chart(history)))
+                for history in quality.table_checks(table.team_id, table.qualified_name)
+            ],
         },
+    )
+
+
+def _chart(history: quality.RuleHistory) -> str:
+    return charts.stacked_bars(
+        f"{history.rule}: rows passed and failed per batch",
+        history.batches,
+        [("passed", "#3a9a5b", history.passed), ("failed", "#c8404d", history.failed)],
     )
 
 

@@ -6,6 +6,8 @@ halt-step through the API), into prometheus-client's multi-process files:
 
 - ``bdre_step_run_duration_seconds`` (histogram): start to end of each step run, by its
   state (success, failed);
+- ``bdre_expectation_failures_total`` and ``bdre_expectation_failed_rows_total``: the step
+  runs in which an expectation failed rows, and those rows, by table, rule and action;
 - ``bdre_shred_events_read_total``, ``bdre_shred_events_written_total``,
   ``bdre_shred_bad_rows_total`` and ``bdre_shred_duplicates_total`` (by strategy): the
   counters a successful ``spark.shred`` run stored.
@@ -71,6 +73,17 @@ SHRED_DUPLICATES = Counter(
     [*STEP_LABELS, "strategy"],
 )
 DUPLICATE_PREFIX = "dup_"
+CHECK_LABELS = [*STEP_LABELS, "table", "rule", "action"]
+CHECK_FAILURES = Counter(
+    "bdre_expectation_failures",
+    "Step runs in which an expectation failed rows (docs/quality.md), by rule",
+    CHECK_LABELS,
+)
+CHECK_FAILED_ROWS = Counter(
+    "bdre_expectation_failed_rows",
+    "Rows that failed an expectation (warned, dropped to the quarantine, or failing the step)",
+    CHECK_LABELS,
+)
 
 
 def connect() -> None:
@@ -106,6 +119,7 @@ def observe_step_run(run_id: int) -> None:
         observe_step(labels, kind=kind, state=state, seconds=seconds)
         if kind == "spark.shred" and run.exec_state_id == ExecState.SUCCESS:
             count_shred(labels, run.counters or {})
+        count_checks(labels, run.checks or [])
     except Exception:
         log.exception("metrics: cannot observe the end of step run %s", run_id)
 
@@ -135,6 +149,16 @@ def count_shred(labels: dict[str, str], counters: dict[str, Any]) -> None:
         if key.startswith(DUPLICATE_PREFIX):
             strategy = key.removeprefix(DUPLICATE_PREFIX)
             SHRED_DUPLICATES.labels(**labels, strategy=strategy).inc(number(key))
+
+
+def count_checks(labels: dict[str, str], checks: list[dict[str, Any]]) -> None:
+    """The expectations of a step run that failed rows: one failure each, and their rows."""
+    for check in checks:
+        failed = check.get("failed")
+        if isinstance(failed, int) and failed > 0:
+            rule = {"table": check["table"], "rule": check["rule"], "action": check["action"]}
+            CHECK_FAILURES.labels(**labels, **rule).inc()
+            CHECK_FAILED_ROWS.labels(**labels, **rule).inc(failed)
 
 
 # --- at the scrape -------------------------------------------------------------------------

@@ -21,8 +21,10 @@ the key columns of the table's other batches)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
@@ -32,7 +34,7 @@ from bdre import sql_parse
 from processes.step_kinds import RefusedProperty
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, Row
 
 GROUP = "expect"
 ACTIONS = ("warn", "drop", "fail")
@@ -45,7 +47,11 @@ UNIQUE = re.compile(rf"unique\(\s*({IDENTIFIER}(?:\s*,\s*{IDENTIFIER})*)\s*\)", 
 BOUND = r"(\d+|\*)"
 ROWS = re.compile(rf"rows\(\s*{BOUND}\s*,\s*{BOUND}\s*\)", re.I)
 NULL_RATIO = re.compile(rf"null_ratio\(\s*({IDENTIFIER})\s*\)\s*<=\s*([01](?:\.\d+)?)", re.I)
-BATCH_WORDS = re.compile(r"(unique|rows|null_ratio)\s*\(", re.I)
+FRESHNESS = re.compile(rf"freshness\(\s*({IDENTIFIER})\s*\)\s*<=\s*(\d+)\s*([smhd])", re.I)
+VOLUME = re.compile(r"volume\(\s*(\d+)\s*,\s*(\d+(?:\.\d+)?)\s*\)", re.I)
+BATCH_WORDS = re.compile(r"(unique|rows|null_ratio|freshness|volume)\s*\(", re.I)
+SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_HISTORY = 1000  # batches a volume rule may compare with
 
 
 class RefusedExpectation(RefusedProperty):
@@ -62,11 +68,12 @@ class Rule:
     name: str
     action: str
     text: str  # as declared, after the action
-    kind: str  # "row", "unique", "rows", "null_ratio"
-    columns: tuple[str, ...] = ()  # unique's key, null_ratio's column, a row rule's columns
-    low: int | None = None  # rows' bounds
+    kind: str  # "row", "unique", "rows", "null_ratio", "freshness", "volume"
+    columns: tuple[str, ...] = ()  # unique's key; null_ratio's, freshness' column; a row rule's
+    low: int | None = None  # rows' bounds; volume's number of batches
     high: int | None = None
-    ratio: float = 0.0
+    ratio: float = 0.0  # null_ratio's share; volume's factor
+    seconds: int = 0  # freshness' age
 
 
 def parse(key: str, value: str) -> Rule:
@@ -85,38 +92,62 @@ def parse(key: str, value: str) -> Rule:
             f"(drop: event_id IS NOT NULL), not {value[:80]!r}"
         )
     action, body = ruled["action"], ruled["body"]
+    batch = _batch_rule(key, table, name, action, body)
+    if batch is not None:
+        return batch
+    return Rule(table, name, action, body, "row", _row_columns(key, body))
+
+
+def _batch_rule(key: str, table: str, name: str, action: str, body: str) -> Rule | None:
+    """The batch rule ``body`` says, or None for a row rule."""
     unique, rows, null_ratio = (
         UNIQUE.fullmatch(body),
         ROWS.fullmatch(body),
         NULL_RATIO.fullmatch(body),
     )
-    batch = unique or rows or null_ratio
-    if batch is None and BATCH_WORDS.match(body):
-        raise RefusedExpectation(
-            f"expect.{key}: a batch rule is unique(<column>, ...), rows(<min>, <max>) with * "
-            f"for no bound, or null_ratio(<column>) <= <ratio from 0 to 1>; not {body[:80]!r}"
-        )
-    if batch is not None and action == "drop":
+    freshness, volume = FRESHNESS.fullmatch(body), VOLUME.fullmatch(body)
+    if not (unique or rows or null_ratio or freshness or volume):
+        if BATCH_WORDS.match(body):
+            raise RefusedExpectation(
+                f"expect.{key}: a batch rule is unique(<column>, ...), rows(<min>, <max>) "
+                "with * for no bound, null_ratio(<column>) <= <ratio from 0 to 1>, "
+                "freshness(<column>) <= <age: 90m, 6h, 2d> or volume(<batches>, <factor>); "
+                f"not {body[:80]!r}"
+            )
+        return None
+    if action == "drop":
         raise RefusedExpectation(
             f"expect.{key}: {body} is a rule of the whole batch: its action is warn or fail "
             "(drop takes rows out, a row rule's action)"
         )
+    rule = Rule(table, name, action, body, "")
     if unique is not None:
         columns = tuple(c.strip() for c in unique[1].split(","))
-        return Rule(table, name, action, body, "unique", columns)
+        return replace(rule, kind="unique", columns=columns)
     if rows is not None:
         low, high = (None if b == "*" else int(b) for b in (rows[1], rows[2]))
         if low is not None and high is not None and low > high:
             raise RefusedExpectation(
                 f"expect.{key}: rows({low}, {high}): the minimum is above the maximum"
             )
-        return Rule(table, name, action, body, "rows", low=low, high=high)
+        return replace(rule, kind="rows", low=low, high=high)
     if null_ratio is not None:
         ratio = float(null_ratio[2])
         if ratio > 1:
             raise RefusedExpectation(f"expect.{key}: a null ratio is from 0 to 1, not {ratio}")
-        return Rule(table, name, action, body, "null_ratio", (null_ratio[1],), ratio=ratio)
-    return Rule(table, name, action, body, "row", _row_columns(key, body))
+        return replace(rule, kind="null_ratio", columns=(null_ratio[1],), ratio=ratio)
+    if freshness is not None:
+        seconds = int(freshness[2]) * SECONDS[freshness[3].lower()]
+        return replace(rule, kind="freshness", columns=(freshness[1],), seconds=seconds)
+    assert volume is not None
+    batches, factor = int(volume[1]), float(volume[2])
+    if not 1 <= batches <= MAX_HISTORY or factor < 1:
+        raise RefusedExpectation(
+            f"expect.{key}: volume(<batches>, <factor>) compares the batch's rows with the "
+            f"median of the last 1 to {MAX_HISTORY} batches, within a factor of 1 or more "
+            f"(volume(10, 2): from half to twice the median); not {body[:80]!r}"
+        )
+    return replace(rule, kind="volume", low=batches, ratio=factor)
 
 
 def _row_columns(key: str, body: str) -> tuple[str, ...]:
@@ -170,9 +201,17 @@ class Checked:
     failed: list[str]  # the fail rules that failed, as the step's error says them
 
 
-def apply(df: DataFrame, rules: list[Rule], *, run_id: int, others: DataFrame | None) -> Checked:
+def apply(
+    df: DataFrame,
+    rules: list[Rule],
+    *,
+    run_id: int,
+    others: DataFrame | None,
+    history: Callable[[Rule], list[int]],
+) -> Checked:
     """Check ``rules`` on the batch ``df``; ``others`` is the table's other batches (for a
-    unique key across them), None when it has none yet."""
+    unique key across them), None when it has none yet; ``history(rule)`` the rows of the
+    batches the rule was checked on before, latest first (for a volume rule)."""
     from pyspark.sql import functions as F
 
     row_rules = [r for r in rules if r.kind == "row"]
@@ -184,25 +223,27 @@ def apply(df: DataFrame, rules: list[Rule], *, run_id: int, others: DataFrame | 
     aggregates += [F.count_if(~F.col(flags[r.name])).alias(flags[r.name]) for r in row_rules]
     nulls = {r.columns[0] for r in rules if r.kind == "null_ratio"}
     aggregates += [F.count_if(F.col(c).isNull()).alias(f"_null_{c}") for c in sorted(nulls)]
+    # An instant, as seconds since the epoch: the same whatever the session's time zone.
+    newest = {r.columns[0] for r in rules if r.kind == "freshness"}
+    aggregates += [
+        F.max(F.col(c).cast("timestamp").cast("long")).alias(f"_newest_{c}") for c in sorted(newest)
+    ]
     totals = marked.agg(*aggregates).first()
     assert totals is not None  # an aggregate without groups has exactly one row
     rows = int(totals["_rows"])
     results = []
     for rule in rules:
+        samples: list[dict[str, Any]] = []
+        observed = ""
         if rule.kind == "row":
             failed = int(totals[flags[rule.name]])
             samples = _samples(marked.filter(~F.col(flags[rule.name])), rule.columns, failed)
-        elif rule.kind == "null_ratio":
-            failed = int(totals[f"_null_{rule.columns[0]}"])
-            failed = failed if rows and failed / rows > rule.ratio else 0
-            samples = []
-        elif rule.kind == "rows":
-            low_ok = rule.low is None or rows >= rule.low
-            failed = 0 if low_ok and (rule.high is None or rows <= rule.high) else rows
-            samples = []
-        else:
+        elif rule.kind == "unique":
             failed, samples = _duplicates(marked, rule.columns, others)
-        results.append(_result(rule, rows, failed, samples))
+        else:
+            ok, observed = _batch_holds(rule, rows, totals, history)
+            failed = 0 if ok else rows
+        results.append(_result(rule, rows, failed, samples, observed))
     dropping = [flags[r.name] for r in row_rules if r.action == "drop"]
     kept = marked
     quarantine = None
@@ -231,7 +272,42 @@ def apply(df: DataFrame, rules: list[Rule], *, run_id: int, others: DataFrame | 
     return Checked(kept.drop(*flags.values()), quarantine, results, failing)
 
 
-def _result(rule: Rule, rows: int, failed: int, samples: list[dict[str, Any]]) -> dict[str, Any]:
+def _batch_holds(
+    rule: Rule, rows: int, totals: Row, history: Callable[[Rule], list[int]]
+) -> tuple[bool, str]:
+    """Whether a rule of the whole batch holds (its rows then pass or fail together), and
+    what was seen."""
+    if rule.kind == "rows":
+        ok = (rule.low is None or rows >= rule.low) and (rule.high is None or rows <= rule.high)
+        return ok, f"{rows} rows"
+    if rule.kind == "null_ratio":
+        nulls = int(totals[f"_null_{rule.columns[0]}"])
+        share = nulls / rows if rows else 0.0
+        return share <= rule.ratio, f"{nulls} of {rows} rows NULL ({share:.1%})"
+    if rule.kind == "freshness":
+        newest = totals[f"_newest_{rule.columns[0]}"]
+        if newest is None:
+            return False, f"no {rule.columns[0]} in the batch"
+        age = int(time.time()) - int(newest)
+        return age <= rule.seconds, f"the newest {rule.columns[0]} is {_age(age)} old"
+    earlier = history(rule)[: rule.low]
+    if not earlier:
+        return True, "no earlier batch to compare with"
+    median = statistics.median(earlier)
+    ok = median / rule.ratio <= rows <= median * rule.ratio
+    return ok, f"{rows} rows; the median of the last {len(earlier)} batches: {median:g}"
+
+
+def _age(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if abs(seconds) >= size:
+            return f"{seconds / size:.1f}{unit}"
+    return f"{seconds}s"
+
+
+def _result(
+    rule: Rule, rows: int, failed: int, samples: list[dict[str, Any]], observed: str
+) -> dict[str, Any]:
     return {
         "table": rule.table,
         "rule": rule.name,
@@ -239,9 +315,10 @@ def _result(rule: Rule, rows: int, failed: int, samples: list[dict[str, Any]]) -
         "kind": rule.kind,
         "action": rule.action,
         "checked": rows,
-        "passed": rows - failed if rule.kind in ("row", "unique") else (rows if not failed else 0),
+        "passed": rows - failed,
         "failed": failed,
         "samples": samples,
+        "observed": observed,
     }
 
 

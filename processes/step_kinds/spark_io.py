@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -13,7 +14,7 @@ from batches import tables
 from batches.locations import LocationRefused, TeamStorage, spark_path
 from batches.models import HiveTable
 from lineage.steps import folder_of, table_name
-from processes.models import InstanceExec
+from processes.models import ExecState, InstanceExec
 from processes.step_kinds import StepContext, expectations
 from processes.step_kinds.spark_conf import STEP_GROUP
 from processes.step_kinds.spark_session import (
@@ -154,10 +155,15 @@ def _expected(
     if not rules:
         return df
     checked = expectations.apply(
-        df, rules, run_id=context.step_run_id, others=_other_batches(df, context, location)
+        df,
+        rules,
+        run_id=context.step_run_id,
+        others=_other_batches(df, context, location),
+        history=partial(_rows_before, context, database),
     )
-    context.record_checks(checked.results)
-    for result in checked.results:
+    results = [{"database": database, **result} for result in checked.results]
+    context.record_checks(results)
+    for result in results:
         if result["failed"]:
             context.log(
                 "expect.failed",
@@ -171,16 +177,42 @@ def _expected(
             + "; ".join(checked.failed)
         )
     dropped = sum(r["failed"] for r in checked.results if r["action"] == "drop")
-    if checked.quarantine is not None and dropped:
+    quarantine = table + expectations.QUARANTINE_SUFFIX
+    # Written once a rule has dropped a row of the table; from then on with every batch, so
+    # that a rebuilt batch (a fixed rule or input, replayed) replaces its quarantined rows.
+    if checked.quarantine is not None and (
+        dropped
+        or tables.own_tables(team_of(context))
+        .filter(dbname__iexact=database, table_name__iexact=quarantine)
+        .exists()
+    ):
         write_batch(
             checked.quarantine,
             context,
             database,
-            table + expectations.QUARANTINE_SUFFIX,
+            quarantine,
             comments=f"rows of {database}.{table} that a drop expectation took out",
             checked=False,
         )
     return checked.kept
+
+
+def _rows_before(context: StepContext, database: str, rule: expectations.Rule) -> list[int]:
+    """The rows of the batches the step checked ``rule`` on before, in its runs that
+    succeeded, latest first: what a volume rule compares with."""
+    earlier = (
+        InstanceExec.objects.filter(process=context.step, exec_state_id=ExecState.SUCCESS)
+        .exclude(checks=[])
+        .order_by("-id")
+        .values_list("checks", flat=True)[: expectations.MAX_HISTORY]
+    )
+    return [
+        int(check["checked"])
+        for checks in earlier
+        for check in checks
+        if (check.get("database"), check["table"], check["rule"])
+        == (database, rule.table, rule.name)
+    ][: rule.low]
 
 
 def _other_batches(df: DataFrame, context: StepContext, location: str) -> DataFrame | None:

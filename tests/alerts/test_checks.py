@@ -29,7 +29,7 @@ def test_the_rules_a_jobs_alerts_properties_hold():
         sla_minutes=45.0,
         freshness_hours=1.5,
     )
-    assert checks.job_rules({}).kinds == ("failure", "dead_letter", "sla", "freshness")
+    assert checks.job_rules({}).kinds == ("failure", "dead_letter", "sla", "freshness", "check")
 
 
 @pytest.mark.parametrize(

@@ -162,6 +162,34 @@ def test_discarding_a_row_by_hand_sends_a_dead_letter_alert(
     )
 
 
+def test_an_expectation_that_failed_rows_alerts_with_each_rule_and_its_counts(
+    make_job, webhook, eager, django_capture_on_commit_callbacks
+):
+    job = alerting(make_job("orders", steps=2), webhook=webhook.url)
+    run = lifecycle.init_job(job.pk).instance_exec_id
+    first, second = steps_of(job)
+    checked = lifecycle.init_step(first.pk)
+    # What spark_io.write_batch keeps on the run: one rule warned, one passed.
+    InstanceExec.objects.filter(pk=checked).update(
+        checks=[
+            {"table": "orders", "rule": "has_email", "rule_text": "email IS NOT NULL",
+             "action": "warn", "checked": 10, "passed": 7, "failed": 3},
+            {"table": "orders", "rule": "one_each", "rule_text": "unique(id)",
+             "action": "fail", "checked": 10, "passed": 10, "failed": 0},
+        ]
+    )  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=True):
+        lifecycle.halt_step(first.pk)
+        lifecycle.init_step(second.pk)
+        lifecycle.halt_step(second.pk)  # no checks: nothing told
+    [body] = webhook.posts
+    assert (body["kind"], body["title"]) == ("check", f"an expectation failed in run {run}")
+    assert body["detail"] == (
+        "orders_s1: orders.has_email (warn: email IS NOT NULL): 3 of 10 rows failed"
+    )
+    assert body["run"]["id"] == run
+
+
 def test_a_rolled_back_failure_alerts_nobody(
     make_job, smtp, eager, django_capture_on_commit_callbacks
 ):

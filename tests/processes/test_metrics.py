@@ -82,6 +82,39 @@ def test_a_shred_run_counts_its_events_bad_rows_and_duplicates(team):
     assert grew("bdre_step_run_duration_seconds_sum", duration) == pytest.approx(42)
 
 
+def test_a_step_run_counts_each_expectation_that_failed_rows(team):
+    job = JobFactory(name="reports", bus_domain=team.application)
+    step = StepFactory(name="report", parent=job, process_type_id=SHRED)
+    run = InstanceExecFactory(
+        process=step,
+        end_ts=timezone.now(),
+        exec_state_id=ExecState.FAILED,
+        checks=[
+            {"table": "orders", "rule": "one_each", "action": "fail", "failed": 2},
+            {"table": "orders", "rule": "positive", "action": "drop", "failed": 0},
+        ],
+    )
+    rule = labels(team="analytics", job_name="reports", step_name="report", table="orders")
+    failing, passing = (
+        rule | labels(rule="one_each", action="fail"),
+        rule | labels(rule="positive", action="drop"),
+    )
+    before = scrape()
+    observe_step_run(run.pk)
+    after = scrape()
+    assert (
+        after[("bdre_expectation_failures_total", failing)]
+        - before.get(("bdre_expectation_failures_total", failing), 0)
+        == 1
+    )
+    assert (
+        after[("bdre_expectation_failed_rows_total", failing)]
+        - before.get(("bdre_expectation_failed_rows_total", failing), 0)
+        == 2
+    )
+    assert ("bdre_expectation_failures_total", passing) not in after
+
+
 def test_runs_are_counted_by_job_and_state_at_the_scrape(team):
     job = JobFactory(name="counted", bus_domain=team.application)
     other = JobFactory(name="counted", bus_domain=team.other_application)  # another team's

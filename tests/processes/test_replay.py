@@ -15,6 +15,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from batches import queue
 from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState, File
 from bdre.errors import BdreError
 from processes import orchestrator, tasks
@@ -406,10 +407,16 @@ def test_reprocessing_one_demo_file_replaces_exactly_its_downstream_partitions(
     first_round, seen = demo.generate_landing(folder, files=2, events=300, in_flight=False)
     _landed_a_minute_ago(first_round)
 
-    for job in (ingest, shred, daily, export):
+    for job in (ingest, shred):
         assert orchestrator.run_job(job.pk).succeeded, job.name
+    # The second round is of the next day: it closes the first, which the daily step sums.
     second_round, _ = demo.generate_landing(
-        folder, files=1, events=300, repeat_from=seen, in_flight=False
+        folder,
+        files=1,
+        events=300,
+        day=demo.FIRST_DAY + timedelta(days=1),
+        repeat_from=seen,
+        in_flight=False,
     )
     _landed_a_minute_ago(second_round)
     for job in (ingest, shred, daily, export):
@@ -456,7 +463,11 @@ def test_reprocessing_one_demo_file_replaces_exactly_its_downstream_partitions(
         assert InstanceExec.objects.filter(process=job).order_by("-id").first().trigger == (
             "replay"
         )
-    assert not BatchConsumpQueue.objects.filter(process__parent__in=[shred, daily, export]).exists()
+    # All that waits is the second day's shred batch, for its day to close.
+    waiting = BatchConsumpQueue.objects.filter(process__parent__in=[shred, daily, export])
+    assert [(row.process.parent_id, row.batch_marking) for row in waiting] == [
+        (daily.pk, (demo.FIRST_DAY + timedelta(days=1)).isoformat())
+    ]
     # The same rows, nothing lost and nothing twice: the file did not change.
     assert _demo_tables(spark, setup.application) == tables_before
     # Exactly the planned partitions were written again; every other file is untouched.
@@ -494,6 +505,8 @@ def test_a_failed_demo_step_shows_its_traceback_and_spark_lines_on_its_run_page(
     _landed_a_minute_ago(files)
     for job in (ingest, shred):
         assert orchestrator.run_job(job.pk).succeeded, job.name
+    # The day closed, as the next day's first batch would close it.
+    queue.close_days(shred, before=(demo.FIRST_DAY + timedelta(days=1)).isoformat())
     registry.set_properties(
         daily.steps.get(),
         {

@@ -4,6 +4,8 @@ partitions it fed."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from batches.models import File, HiveTable
@@ -28,6 +30,16 @@ def demo_run(settings, tmp_path, spark):
     assert orchestrator.run_job(ingest.pk).succeeded
     shredded = orchestrator.run_job(shred.pk)
     assert shredded.succeeded, shredded.error
+    # The next day's file closes the first day, which the daily summary then sums.
+    demo.generate_landing(
+        demo.landing_folder(setup.team),
+        files=1,
+        events=50,
+        day=demo.FIRST_DAY + timedelta(days=1),
+        in_flight=False,
+    )
+    for job in (ingest, shred):
+        assert orchestrator.run_job(job.pk).succeeded
     summed = orchestrator.run_job(daily.pk)
     assert summed.succeeded, summed.error
     return first, shredded, summed

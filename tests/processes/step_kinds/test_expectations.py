@@ -6,14 +6,15 @@ taken out to the quarantine table (drop), or failing the step before the batch i
 from __future__ import annotations
 
 import dataclasses
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from django.core.exceptions import ValidationError
 
 from batches.models import HiveTable
-from processes import orchestrator
-from processes.models import InstanceExec
+from processes import orchestrator, replay
+from processes.models import InstanceExec, Property
 from processes.step_kinds import expectations
 from tests.helpers.factories import grant_root
 from tests.helpers.jobs import build_job, callable_step, load_step, scan_step, sql_step
@@ -34,6 +35,9 @@ pytestmark = pytest.mark.django_db
         ("totals.positive", "drop: count(*) > 0", "no query, aggregate or window"),
         ("totals.positive", "drop: reflect('java.lang.Runtime', 'exec', 'id')", "reflect"),
         ("totals.positive", "drop: amount > 0) OR (1 = 1", "cannot be parsed"),
+        ("totals.recent", "warn: freshness(at) <= soon", "freshness(<column>) <= <age"),
+        ("totals.steady", "warn: volume(0, 2)", "the last 1 to 1000 batches"),
+        ("totals.steady", "fail: volume(10, 0.5)", "within a factor of 1 or more"),
     ],
 )
 def test_a_bad_rule_is_refused_at_registration_with_what_to_write(team, key, value, says):
@@ -67,6 +71,44 @@ def test_rules_parse_into_row_and_batch_rules():
     assert (rules[3].low, rules[3].high) == (1, None)
 
 
+def test_the_rules_of_a_whole_batch_say_what_they_saw(spark):
+    now = datetime.now(UTC)
+    batch = spark.createDataFrame(
+        [(1, None, now - timedelta(hours=3)), (2, "b@x", now - timedelta(hours=1))],
+        "id int, email string, at timestamp",
+    )
+    rules = expectations.rules_of(
+        {
+            "t.sized": "warn: rows(3, *)",
+            "t.emails": "warn: null_ratio(email) <= 0.5",
+            "t.recent": "fail: freshness(at) <= 2h",
+            "t.stale": "warn: freshness(at) <= 30m",
+            "t.steady": "warn: volume(3, 2)",
+            "t.jump": "warn: volume(2, 1.5)",
+        }
+    )
+    seen = {}
+    checked = expectations.apply(
+        batch, rules, run_id=1, others=None, history=lambda rule: seen.get(rule.name, [4, 3, 1])
+    )
+    results = {r["rule"]: (r["passed"], r["failed"], r["observed"]) for r in checked.results}
+    assert results == {
+        "sized": (0, 2, "2 rows"),
+        "emails": (2, 0, "1 of 2 rows NULL (50.0%)"),
+        "recent": (2, 0, "the newest at is 1.0h old"),
+        "stale": (0, 2, "the newest at is 1.0h old"),
+        "steady": (2, 0, "2 rows; the median of the last 3 batches: 3"),
+        "jump": (0, 2, "2 rows; the median of the last 2 batches: 3.5"),
+    }
+    assert checked.failed == []  # the fail rule held
+    seen["steady"] = []
+    steady = [r for r in rules if r.name == "steady"]
+    again = expectations.apply(
+        batch, steady, run_id=2, others=None, history=lambda rule: seen[rule.name]
+    )
+    assert again.results[0]["observed"] == "no earlier batch to compare with"
+
+
 # --- in Spark, through a step's run ----------------------------------------------------------
 
 
@@ -91,8 +133,14 @@ def orders(tmp_path, settings, spark, team):
     return ingest, load
 
 
-def run_after(orders, report):
-    """The orders scanned and loaded, then ``report``'s run on them."""
+def report_on(team, orders, output: str, expect: dict[str, str]):
+    """The orders scanned and loaded, then a run of the job ``report`` selecting them into
+    ``output`` with the expectations ``expect``."""
+    report = build_job(
+        team,
+        "report",
+        [sql_step("report_sql", QUERY, output=output, upstream=[orders[1]], expect=expect)],
+    )
     for job in orders:
         assert orchestrator.run_job(job.pk).succeeded
     return orchestrator.run_job(report.pk)
@@ -102,25 +150,17 @@ QUERY = "SELECT id, email, amount FROM lake.orders WHERE batch_id IN ({batch_ids
 
 
 def test_warn_counts_drop_quarantines_and_the_run_keeps_every_result(team, orders, spark):
-    report = build_job(
+    run = report_on(
         team,
-        "report",
-        [
-            sql_step(
-                "report_sql",
-                QUERY,
-                output="lake.clean_orders",
-                upstream=[orders[1]],
-                expect={
-                    "clean_orders.positive": "drop: amount >= 0",
-                    "clean_orders.has_email": "warn: email IS NOT NULL",
-                    "clean_orders.one_each": "warn: unique(id)",
-                    "clean_orders.some": "fail: rows(1, *)",
-                },
-            )
-        ],
+        orders,
+        "lake.clean_orders",
+        {
+            "clean_orders.positive": "drop: amount >= 0",
+            "clean_orders.has_email": "warn: email IS NOT NULL",
+            "clean_orders.one_each": "warn: unique(id)",
+            "clean_orders.some": "fail: rows(1, *)",
+        },
     )
-    run = run_after(orders, report)
     assert run.succeeded
     kept = spark.read.parquet(HiveTable.objects.get(table_name="clean_orders").location)
     assert sorted(r.id for r in kept.collect()) == [1, 2, 3]  # the -1.0 row is out
@@ -145,20 +185,9 @@ def test_warn_counts_drop_quarantines_and_the_run_keeps_every_result(team, order
 
 
 def test_a_failed_fail_rule_writes_nothing_and_names_the_rule(team, orders, spark):
-    report = build_job(
-        team,
-        "report",
-        [
-            sql_step(
-                "report_sql",
-                QUERY,
-                output="lake.unique_orders",
-                upstream=[orders[1]],
-                expect={"unique_orders.one_each": "fail: unique(id)"},
-            )
-        ],
+    run = report_on(
+        team, orders, "lake.unique_orders", {"unique_orders.one_each": "fail: unique(id)"}
     )
-    run = run_after(orders, report)
     assert not run.succeeded
     step_run = InstanceExec.objects.get(process__name="report_sql")
     assert "batch" in step_run.error and "is not written" in step_run.error
@@ -166,3 +195,31 @@ def test_a_failed_fail_rule_writes_nothing_and_names_the_rule(team, orders, spar
     assert step_run.checks[0]["failed"] == 2
     table = HiveTable.objects.filter(table_name="unique_orders").first()
     assert table is None or not list(Path(table.location).glob("batch_id=*"))
+
+
+def test_after_a_fixed_rule_a_replayed_batch_publishes_the_rows_its_quarantine_held(
+    team, orders, spark
+):
+    first = report_on(
+        team, orders, "lake.clean_orders", {"clean_orders.positive": "drop: amount >= 0"}
+    )
+    table = HiveTable.objects.get(table_name="clean_orders")
+    quarantine = HiveTable.objects.get(table_name="clean_orders_quarantine")
+
+    def ids(of: HiveTable) -> list[int]:
+        return sorted(r.id for r in spark.read.parquet(of.location).collect())
+
+    assert (ids(table), ids(quarantine)) == ([1, 2, 3], [3])
+    # Refunds are orders too: the rule was wrong. Fixed, and the batch replayed, previewed.
+    Property.objects.filter(config_group="expect", key="clean_orders.positive").update(
+        value="drop: amount >= -5"
+    )
+    plan = replay.plan_reprocess_batch(first.target_batch_id)
+    (rebuilt,) = plan.rebuilds
+    assert f"lake.clean_orders_quarantine/batch_id={first.target_batch_id}" in rebuilt.partitions
+    replay.put_back(plan)
+    again = orchestrator.run_job(first.job_id)
+    assert again.succeeded and again.target_batch_id == first.target_batch_id
+    assert (ids(table), ids(quarantine)) == ([1, 2, 3, 3], [])
+    latest = InstanceExec.objects.filter(process__name="report_sql").order_by("-id").first()
+    assert [(c["checked"], c["passed"], c["failed"]) for c in latest.checks] == [(4, 4, 0)]

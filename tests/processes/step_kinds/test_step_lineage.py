@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -236,6 +237,12 @@ def test_every_table_the_demo_pipeline_writes_is_in_its_lineage(tmp_path, settin
     setup = demo.set_up_demo()
     landing = demo.landing_folder(setup.team)
     demo.generate_landing(landing, files=1, events=300, in_flight=False)
+    aged(landing)
+    for job in (setup.ingest, setup.shred):
+        assert orchestrator.run_job(job.pk).succeeded
+    # The next day's file closes the first day, which the daily summary then sums.
+    next_day = demo.FIRST_DAY + timedelta(days=1)
+    demo.generate_landing(landing, files=1, events=300, day=next_day, in_flight=False)
     demo.generate_pages(landing)
     aged(landing)
     for job in setup.jobs:
