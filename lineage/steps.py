@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from django.db import DatabaseError, transaction
 
-from lineage.extract import ColumnEdge, _node, dot_label, query_team_id
+from lineage.extract import ColumnEdge, _node, dot_label, edge_functions, query_team_id
 from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind
 
 log = logging.getLogger(__name__)
@@ -99,6 +99,43 @@ class Write:
 class StepLineage:
     summary: str  # what the step did, kept as the query's text
     writes: list[Write]
+
+
+def record_quarantines(run_id: int, quarantined: list[tuple[str, str]]) -> None:
+    """The quarantine tables a step run's expectations wrote (``(table, quarantine)``,
+    ``db.table`` each): each is fed as its table was in the run's lineage, its columns
+    through the expectation (``expect``). Never the step's failure."""
+    try:
+        with transaction.atomic():
+            for query in LineageQuery.objects.filter(instance_exec_id=run_id):
+                for table, quarantine in quarantined:
+                    _feed_quarantine(query, table_name(table), table_name(quarantine))
+    except DatabaseError:
+        log.exception("lineage: cannot keep the quarantines of step run %s", run_id)
+
+
+def _feed_quarantine(query: LineageQuery, table: str, quarantine: str) -> None:
+    relations = query.relations.select_related("src_node", "target_node__container_node")
+    for relation in list(relations):
+        node = relation.target_node
+        container = node.container_node
+        if container is None and node.qualified_name == table:
+            held = _node(quarantine, NodeKind.TABLE, None, team_id=node.team_id)
+            LineageRelation.objects.get_or_create(
+                src_node=relation.src_node, target_node=held, query=query
+            )
+        elif container is not None and container.qualified_name == table:
+            held = _node(quarantine, NodeKind.TABLE, None, team_id=container.team_id)
+            column = _node(
+                f"{quarantine}.{node.display_name}", NodeKind.COLUMN, held, node.node_order
+            )
+            functions = (*edge_functions(relation.dot_string), "expect")
+            LineageRelation.objects.update_or_create(
+                src_node=relation.src_node,
+                target_node=column,
+                query=query,
+                defaults={"dot_string": dot_label(functions)},
+            )
 
 
 def record_step(

@@ -190,6 +190,7 @@ class StepContext:
     outputs: list[str] = field(default_factory=list)  # tables written so far (db.table)
     inputs: list[str] = field(default_factory=list)  # tables and locations read so far
     checks: list[dict[str, Any]] = field(default_factory=list)  # expectations checked so far
+    quarantined: list[tuple[str, str]] = field(default_factory=list)  # (table, its quarantine)
 
     @property
     def log(self) -> StepLogger:
@@ -254,6 +255,10 @@ def run_step(context: StepContext) -> Counters:
     kind = context.kind
     with _session_for(kind, context):
         counters = kind.run(context) or {}
+    if context.quarantined:
+        from lineage.steps import record_quarantines
+
+        record_quarantines(context.step_run_id, context.quarantined)
     InstanceExec.objects.filter(pk=context.step_run_id).update(counters=counters)
     return counters
 

@@ -194,6 +194,7 @@ def _expected(
             comments=f"rows of {database}.{table} that a drop expectation took out",
             checked=False,
         )
+        context.quarantined.append((f"{database}.{table}", f"{database}.{quarantine}"))
     return checked.kept
 
 

@@ -13,6 +13,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from batches.models import HiveTable
+from lineage.models import LineageRelation
 from processes import orchestrator, replay
 from processes.models import InstanceExec, Property
 from processes.step_kinds import expectations
@@ -182,6 +183,14 @@ def test_warn_counts_drop_quarantines_and_the_run_keeps_every_result(team, order
     assert results["has_email"]["samples"] == [{"email": None}]
     assert results["one_each"]["samples"] == [{"id": 3}]
     assert results["some"]["action"] == "fail" and results["positive"]["kind"] == "row"
+    # The quarantine's lineage: its rows come from where the table's came from.
+    held = LineageRelation.objects.get(
+        target_node__qualified_name="lake.clean_orders_quarantine.amount"
+    )
+    assert (held.src_node.qualified_name, held.dot_string) == (
+        "lake.orders.amount",
+        '[label="expect"]',
+    )
 
 
 def test_a_failed_fail_rule_writes_nothing_and_names_the_rule(team, orders, spark):
