@@ -233,8 +233,9 @@ def failed_checks(step_run_id: int) -> tuple[int, str] | None:
     lines = [
         f"{run.process.name}: {c['table']}.{c['rule']} ({c['action']}: {c['rule_text']}): "
         f"{c['failed']} of {c['checked']} rows failed"
+        + (f"; {c['observed']}" if c.get("observed") else "")
         for c in run.checks
-        if c.get("failed")
+        if not c.get("ok", not c.get("failed"))
     ]
     return (run.process.parent_id, "\n".join(lines)) if lines else None
 

@@ -11,8 +11,10 @@ closes every day before the first day of a batch it queues (batches.queue.close_
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
+DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 END_OF_DAY = "EOD"
 CLOSE_ON_LATER_DAY = "on_later_day"
 
@@ -21,8 +23,19 @@ def end_of_day(day: str) -> str:
     return f"{END_OF_DAY}@{day}"
 
 
-def closes_a_day(marking: str | None) -> bool:
-    return any(e.startswith(END_OF_DAY + "@") for e in elements(marking))
+def is_day(text: str) -> bool:
+    return DAY.fullmatch(text) is not None
+
+
+def days(marking: str | None) -> list[str]:
+    """The marking's elements that are days (``YYYY-MM-DD``), labels and all else left out."""
+    return [e for e in elements(marking) if is_day(e)]
+
+
+def closes_a_day(marking: str | None, day: str | None = None) -> bool:
+    """Whether the marking closes ``day`` (any day, without one)."""
+    closing = [e for e in elements(marking) if e.startswith(END_OF_DAY + "@")]
+    return bool(closing) if day is None else end_of_day(day) in closing
 
 
 def elements(marking: str | None) -> list[str]:

@@ -119,7 +119,7 @@ def close_days(job: Process, *, before: str | None) -> int:
 
     A row is marked only while it is claimable (a conditional update): a claim that took
     the rows first took them without the close, and the next batch closes the day again."""
-    if before is None:
+    if before is None or not markings.is_day(before):
         return 0
     waiting = (
         Queue.objects.filter(
@@ -133,11 +133,12 @@ def close_days(job: Process, *, before: str | None) -> int:
     last_of_day: dict[tuple[int, str], tuple[int, str]] = {}
     closed: set[tuple[int, str]] = set()
     for row_id, step_id, marking in waiting:
-        day = markings.max_date([marking])
-        if day is None or day >= before:
+        days = markings.days(marking)
+        if not days or max(days) >= before:
             continue
+        day = max(days)
         last_of_day[(step_id, day)] = (row_id, marking)
-        if markings.closes_a_day(marking):
+        if markings.closes_a_day(marking, day):
             closed.add((step_id, day))
     marked = 0
     for (step_id, day), (row_id, marking) in last_of_day.items():

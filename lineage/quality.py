@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batches.tables import split_name
-from processes.models import ExecState, InstanceExec
+from processes.models import ExecState, InstanceExec, Property
 
-RUNS_READ = 200  # the team's latest step runs with results, read to find the table's
+RUNS_READ = 200  # the latest runs of the steps declaring rules on the table
 BATCHES_SHOWN = 30  # the latest batches of each rule on the page
 
 
@@ -32,9 +32,15 @@ def table_checks(team_id: int | None, qualified_name: str) -> list[RuleHistory]:
     if team_id is None:
         return []
     database, table = (part.lower() for part in split_name(qualified_name))
+    # The steps that declare a rule on a table of that name: their runs, not every run.
+    declaring = Property.objects.filter(
+        process__bus_domain__team_id=team_id,
+        config_group="expect",
+        key__istartswith=f"{table}.",
+    ).values("process_id")
     runs = (
         InstanceExec.objects.filter(
-            process__bus_domain__team_id=team_id, parent__isnull=False, end_ts__isnull=False
+            process_id__in=declaring, parent__isnull=False, end_ts__isnull=False
         )
         .exclude(checks=[])
         .exclude(exec_state_id=ExecState.RUNNING)

@@ -3,19 +3,20 @@
 
 A job closes days with its ``run`` properties: ``close_days`` ``on_later_day`` closes every
 day before the first day of a batch it queues (in ``lifecycle.halt_job``), and
-``close_days_grace_hours`` closes each day once its end plus that many hours has passed
-(here, on the reaper's tick), for the days after which no later batch comes soon."""
+``close_days_grace_hours`` closes each day once its end (in UTC, as Spark gives a batch its
+days) plus that many hours has passed (here, on the reaper's tick), for the days after which
+no later batch comes soon."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
 
 from batches import markings
 from batches import queue as batch_queue
-from processes.models import Process
+from processes.models import Process, Property
 
 GROUP = "run"
 ON_LATER_DAY = "close_days"
@@ -58,21 +59,20 @@ def close_due_days(now: datetime | None = None) -> list[int]:
     ``close_days_grace_hours``; returns the jobs that closed a day (whose downstream jobs
     are to run now: no batch of theirs would start them)."""
     now = now or timezone.now()
+    graced = Property.objects.filter(config_group=GROUP, key=GRACE_HOURS).exclude(value="")
     jobs = Process.objects.filter(
-        parent__isnull=True,
-        deleted=False,
-        properties__config_group=GROUP,
-        properties__key=GRACE_HOURS,
-    ).exclude(properties__value="")
+        parent__isnull=True, deleted=False, pk__in=graced.values("process_id")
+    ).order_by("pk")
     closed: list[int] = []
-    for job_id in jobs.values_list("pk", flat=True).distinct():
+    for job_id in jobs.values_list("pk", flat=True):
         with transaction.atomic():
             # The lifecycle's lock: a close never interleaves with the job's own halt_job.
             job = Process.objects.select_for_update().get(pk=job_id)
             grace = grace_of(job)
             if grace is None:
                 continue
-            open_from = timezone.localtime(now - grace).date().isoformat()
+            # In UTC, as Spark's sessions (spark_conf) give a batch its days.
+            open_from = (now - grace).astimezone(UTC).date().isoformat()
             if batch_queue.close_days(job, before=open_from):
                 closed.append(job_id)
     return closed

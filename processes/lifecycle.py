@@ -394,7 +394,7 @@ def halt_job(
                 job=job, batch_id=target_id, batch_marking=batch_marking, now=now
             )
             if job.property_value(days.GROUP, days.ON_LATER_DAY) == markings.CLOSE_ON_LATER_DAY:
-                batch_queue.close_days(job, before=markings.min_date([batch_marking]))
+                batch_queue.close_days(job, before=min(markings.days(batch_marking), default=None))
         batch_queue.archive(target_batch_id=target_id, now=now)
     _finish(run, ExecState.SUCCESS, now)
 
@@ -402,7 +402,12 @@ def halt_job(
 def _marking_of(run: InstanceExec) -> str:
     """A halting run's marking: the days its steps said their output holds, or else what it
     claimed, or else the day it started."""
-    given = InstanceExec.objects.filter(parent=run, exec_state_id=ExecState.SUCCESS)
+    # Every successful step run of the batch: a re-run skips the steps that succeeded before.
+    given = InstanceExec.objects.filter(
+        parent__process_id=run.process_id,
+        parent__target_batch_id=run.target_batch_id,
+        exec_state_id=ExecState.SUCCESS,
+    )
     claimed = batch_queue.claimed_rows(run.target_batch_id).values_list("batch_marking", flat=True)
     return (
         markings.union(given.values_list("batch_marking", flat=True))

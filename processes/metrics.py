@@ -152,13 +152,14 @@ def count_shred(labels: dict[str, str], counters: dict[str, Any]) -> None:
 
 
 def count_checks(labels: dict[str, str], checks: list[dict[str, Any]]) -> None:
-    """The expectations of a step run that failed rows: one failure each, and their rows."""
+    """The expectations of a step run that failed: one failure each, and their rows."""
     for check in checks:
         failed = check.get("failed")
-        if isinstance(failed, int) and failed > 0:
+        if not check.get("ok", not failed):
             rule = {"table": check["table"], "rule": check["rule"], "action": check["action"]}
             CHECK_FAILURES.labels(**labels, **rule).inc()
-            CHECK_FAILED_ROWS.labels(**labels, **rule).inc(failed)
+            if isinstance(failed, int) and failed > 0:
+                CHECK_FAILED_ROWS.labels(**labels, **rule).inc(failed)
 
 
 # --- at the scrape -------------------------------------------------------------------------

@@ -217,10 +217,19 @@ def _run_context(request: HttpRequest, pk: int) -> dict[str, Any]:
             logfiles.read(step, q=q, tail=LOG_MATCHES_SHOWN if q else LOG_TAIL_SHOWN)
             for step in steps
         ],
-        "checks": [{"step": s.process.name, **check} for s in steps for check in s.checks],
+        "checks": [_shown_check(s.process.name, check) for s in steps for check in s.checks],
         "live": run.exec_state_id == ExecState.RUNNING,
         "duration": ((run.end_ts or last) - run.start_ts).total_seconds(),
     }
+
+
+def _shown_check(step: str, check: dict[str, Any]) -> dict[str, Any]:
+    """An expectation's result as the run page shows it: a failure (``ok``; results kept
+    before it was: rows failed), and its sample rows as pairs (a column named ``items``
+    would be taken for the dict's method in a template)."""
+    samples = [list(sample.items()) for sample in check.get("samples", [])]
+    failing = not check.get("ok", not check.get("failed"))
+    return {**check, "step": step, "failing": failing, "sample_pairs": samples}
 
 
 @login_required

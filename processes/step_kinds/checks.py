@@ -45,9 +45,9 @@ def check_step_properties(kind: str, properties: PropertyGroups, *, team_id: int
 
 
 def _checks_of(spec: StepKind) -> list[Callable[[PropertyGroups], None]]:
-    """The kind's own checks; and a Spark kind's expectations on the tables it writes (any
-    other kind has none: an ``expect`` group on it is refused)."""
-    return [*spec.checks, expectations.check if spec.spark else _no_expectations]
+    """The kind's own checks; and the expectations of a Spark kind that writes tables (any
+    other kind, an export say, has none: an ``expect`` group on it is refused)."""
+    return [*spec.checks, expectations.check if spec.spark and spec.writes else _no_expectations]
 
 
 def _no_expectations(properties: PropertyGroups) -> None:

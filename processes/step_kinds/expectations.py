@@ -176,7 +176,9 @@ def _row_columns(key: str, body: str) -> tuple[str, ...]:
             f"expect.{key}: a row rule reads the row alone: no query, aggregate or window "
             f"(a batch rule checks the whole batch: unique(...), rows(...), null_ratio(...))"
         )
-    return tuple(sorted({c.name for c in where.this.find_all(exp.Column)}))
+    # The top-level column a name reads (``contexts`` of ``contexts.page_type``); a lambda's
+    # variable is among them too, and is left out where the batch has no such column.
+    return tuple(sorted({c.table or c.name for c in where.this.find_all(exp.Column)}))
 
 
 def rules_of(properties: Mapping[str, Any]) -> list[Rule]:
@@ -196,7 +198,7 @@ def check(groups: Mapping[str, Mapping[str, Any]]) -> None:
 @dataclass
 class Checked:
     kept: DataFrame  # the rows to write
-    quarantine: DataFrame | None  # the dropped rows, with why; None without drop rules
+    quarantine: DataFrame  # the dropped rows, with why (none without drop rules)
     results: list[dict[str, Any]]
     failed: list[str]  # the fail rules that failed, as the step's error says them
 
@@ -237,16 +239,25 @@ def apply(
         observed = ""
         if rule.kind == "row":
             failed = int(totals[flags[rule.name]])
-            samples = _samples(marked.filter(~F.col(flags[rule.name])), rule.columns, failed)
+            columns = [c for c in rule.columns if c in df.columns]
+            samples = _samples(marked.filter(~F.col(flags[rule.name])), columns, failed)
+            ok = not failed
         elif rule.kind == "unique":
             failed, samples = _duplicates(marked, rule.columns, others)
+            ok = not failed
         else:
+            # A rule of the whole batch fails an empty batch too (no rows to count as failed).
             ok, observed = _batch_holds(rule, rows, totals, history)
             failed = 0 if ok else rows
-        results.append(_result(rule, rows, failed, samples, observed))
+        results.append(_result(rule, rows, failed, samples, observed, ok=ok))
     dropping = [flags[r.name] for r in row_rules if r.action == "drop"]
     kept = marked
-    quarantine = None
+    quarantine = df.limit(0).select(
+        *df.columns,
+        F.lit("").alias("failed_rules"),
+        F.lit("").alias("rule_text"),
+        F.lit(run_id).cast("long").alias("run_id"),
+    )
     if dropping:
         every = F.lit(True)
         for flag in dropping:
@@ -267,7 +278,7 @@ def apply(
     failing = [
         f"{r['table']}.{r['rule']} ({r['rule_text']}): {r['failed']} of {r['checked']} failed"
         for r in results
-        if r["action"] == "fail" and r["failed"]
+        if r["action"] == "fail" and not r["ok"]
     ]
     return Checked(kept.drop(*flags.values()), quarantine, results, failing)
 
@@ -306,9 +317,10 @@ def _age(seconds: int) -> str:
 
 
 def _result(
-    rule: Rule, rows: int, failed: int, samples: list[dict[str, Any]], observed: str
+    rule: Rule, rows: int, failed: int, samples: list[dict[str, Any]], observed: str, *, ok: bool
 ) -> dict[str, Any]:
     return {
+        "ok": ok,
         "table": rule.table,
         "rule": rule.name,
         "rule_text": rule.text,
@@ -322,10 +334,15 @@ def _result(
     }
 
 
-def _samples(failing: DataFrame, columns: tuple[str, ...], failed: int) -> list[dict[str, Any]]:
+def _samples(failing: DataFrame, columns: list[str], failed: int) -> list[dict[str, Any]]:
     if not failed or not columns:
         return []
     return [_plain(row.asDict()) for row in failing.select(*columns).limit(SAMPLES).collect()]
+
+
+def is_failure(result: dict[str, Any]) -> bool:
+    """Whether a rule's result is a failure (a result kept before ``ok`` was: rows failed)."""
+    return not result.get("ok", not result.get("failed"))
 
 
 def _duplicates(

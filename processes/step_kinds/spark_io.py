@@ -150,9 +150,20 @@ def _expected(
     took out in ``<table>_quarantine``; a failed fail rule fails the step before a byte of
     the batch is written."""
     rules = [
-        r for r in expectations.rules_of(context.properties(expectations.GROUP)) if r.table == table
+        r
+        for r in expectations.rules_of(context.properties(expectations.GROUP))
+        if r.table.lower() == table.lower()
     ]
-    if not rules:
+    quarantine = table + expectations.QUARANTINE_SUFFIX
+    # Written once a rule has dropped a row of the table; from then on with every batch (empty
+    # when nothing is dropped, or no rule drops any more), so that a rebuilt batch (a fixed
+    # rule or input, replayed) replaces its quarantined rows.
+    held = (
+        tables.own_tables(team_of(context))
+        .filter(dbname__iexact=database, table_name__iexact=quarantine)
+        .exists()
+    )
+    if not rules and not held:
         return df
     checked = expectations.apply(
         df,
@@ -164,11 +175,12 @@ def _expected(
     results = [{"database": database, **result} for result in checked.results]
     context.record_checks(results)
     for result in results:
-        if result["failed"]:
+        if expectations.is_failure(result):
             context.log(
                 "expect.failed",
                 f"{result['table']}.{result['rule']} ({result['action']}: "
-                f"{result['rule_text']}): {result['failed']} of {result['checked']} rows failed",
+                f"{result['rule_text']}): {result['failed']} of {result['checked']} rows failed"
+                + (f"; {result['observed']}" if result["observed"] else ""),
                 "quality",
             )
     if checked.failed:
@@ -177,15 +189,7 @@ def _expected(
             + "; ".join(checked.failed)
         )
     dropped = sum(r["failed"] for r in checked.results if r["action"] == "drop")
-    quarantine = table + expectations.QUARANTINE_SUFFIX
-    # Written once a rule has dropped a row of the table; from then on with every batch, so
-    # that a rebuilt batch (a fixed rule or input, replayed) replaces its quarantined rows.
-    if checked.quarantine is not None and (
-        dropped
-        or tables.own_tables(team_of(context))
-        .filter(dbname__iexact=database, table_name__iexact=quarantine)
-        .exists()
-    ):
+    if dropped or held:
         write_batch(
             checked.quarantine,
             context,

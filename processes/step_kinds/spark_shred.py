@@ -132,7 +132,10 @@ def spark_shred(context: StepContext) -> Counters:
     written = write_batch(atomic, context, database, atomic_table)
     # The batch is marked with the days of its events: a job that closes days (the demo's
     # run.close_days) closes each day before them once a later day's batch comes.
-    context.mark_batch(",".join(days_written(context, spark, written, DAY_COLUMN)))
+    days = days_written(context, spark, written, DAY_COLUMN)
+    # Its first and last day mark it (what closing days reads); a batch of many days would
+    # outgrow the marking's column.
+    context.mark_batch(",".join(sorted({days[0], days[-1]})) if days else "")
     write_batch(
         result.bad, context, database, f"{atomic_table}_bad", comments="lines that failed to parse"
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from processes.models import ExecState
+from processes.models import ExecState, Property
 from tests.helpers.factories import LineageNodeFactory
 from tests.helpers.pages import client_as
 from tests.helpers.runs import job_run, step_run
@@ -22,6 +22,11 @@ def checked(failed: int, *, database: str = "lake") -> list[dict]:
 
 def test_a_tables_page_charts_each_expectation_across_its_batches(team, make_job):
     job = make_job("report")
+    # The rule, as a Spark step that writes lake.out declares it (this placeholder step
+    # stands for one; its runs' results are what the page reads).
+    Property.objects.create(
+        process=job.steps.get(), config_group="expect", key="out.one_each", value="fail: unique(id)"
+    )
     runs = []
     for failed, state in ((0, ExecState.SUCCESS), (2, ExecState.FAILED)):
         run = job_run(job, state=state)
@@ -34,6 +39,9 @@ def test_a_tables_page_charts_each_expectation_across_its_batches(team, make_job
     other.checks = checked(3, database="staging")
     other.save()
     theirs = make_job.func(team.other_application, "theirs")
+    Property.objects.create(
+        process=theirs.steps.get(), config_group="expect", key="out.one_each", value="warn: a"
+    )
     foreign = step_run(job_run(theirs), theirs.steps.get())
     foreign.checks = checked(1)
     foreign.save()

@@ -16,7 +16,8 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_day_is_closed_once_its_end_and_the_jobs_grace_have_passed(make_job):
-    shred = make_job("shred", properties={"run": {"close_days_grace_hours": "2"}})
+    # An empty property of the job's beside it (no later-day close) changes nothing.
+    shred = make_job("shred", properties={"run": {"close_days_grace_hours": "2", "close_days": ""}})
     daily = make_job("daily", upstream=[shred], cut="EOD@")
     schedules.set_schedule(daily.pk, schedules.Schedule(on_upstream=True))
     (step,) = steps_of(daily)

@@ -212,6 +212,38 @@ def test_the_first_batch_of_a_later_day_closes_the_days_before_it(make_job):
     ]
 
 
+def test_a_label_opens_and_closes_no_day(make_job):
+    shred = make_job("shred", properties={"run": {"close_days": "on_later_day"}})
+    daily = make_job("daily", upstream=[shred], cut="EOD@")
+    run_marked(shred, "2026-11-20")
+    run_marked(shred, "hourly")  # sorts after every date, and is none
+    run_marked(shred, "EOD@2026-11-19,2026-11-20")  # closes the 19th, not the 20th
+    assert [row.batch_marking for row in queued(steps_of(daily)[0])] == [
+        "2026-11-20",
+        "hourly",
+        "EOD@2026-11-19,2026-11-20",
+    ]
+
+
+def test_a_rerun_keeps_the_marking_its_skipped_step_gave_the_batch(make_job):
+    shred = make_job("shred", steps=2, properties={"run": {"close_days": "on_later_day"}})
+    daily = make_job("daily", upstream=[shred], cut="EOD@")
+    first, second = steps_of(shred)
+    lifecycle.init_job(shred.pk)
+    marked = lifecycle.init_step(first.pk)
+    InstanceExec.objects.filter(pk=marked).update(batch_marking="2026-11-20")
+    lifecycle.halt_step(first.pk)
+    lifecycle.init_step(second.pk)
+    lifecycle.term_step(second.pk, "broke")
+    lifecycle.term_job(shred.pk, "broke")
+    rerun = lifecycle.init_job(shred.pk)
+    assert rerun.skipped_step_ids == [first.pk]
+    lifecycle.init_step(second.pk)
+    lifecycle.halt_step(second.pk)
+    lifecycle.halt_job(shred.pk)
+    assert [row.batch_marking for row in queued(steps_of(daily)[0])] == ["2026-11-20"]
+
+
 def test_a_job_that_does_not_close_days_leaves_the_markings_as_its_steps_gave_them(make_job):
     p1 = make_job("p1")
     p2 = make_job("p2", upstream=[p1], cut="EOD")

@@ -231,7 +231,8 @@ def test_a_run_page_and_the_api_show_each_expectation_with_its_counts(team, make
         {"table": "orders", "rule": "positive", "rule_text": "amount >= 0", "kind": "row",
          "action": "drop", "checked": 4, "passed": 3, "failed": 1, "samples": [{"amount": -1.0}]},
         {"table": "orders", "rule": "one_each", "rule_text": "unique(id)", "kind": "unique",
-         "action": "fail", "checked": 4, "passed": 2, "failed": 2, "samples": [{"id": 3}]},
+         "action": "fail", "checked": 4, "passed": 2, "failed": 2,
+         "samples": [{"id": 3, "items": 2}]},
     ]  # fmt: skip
     step.save()
     page = _as(team.viewer).get(f"/runs/{run.pk}/").content.decode()
@@ -246,7 +247,7 @@ def test_a_run_page_and_the_api_show_each_expectation_with_its_counts(team, make
             "check-warned",
             "report_s1 orders positive amount >= 0 drop to orders_quarantine 4 3 1 amount=-1.0",
         ),
-        ("check-failed", "report_s1 orders one_each unique(id) fail the step 4 2 2 id=3"),
+        ("check-failed", "report_s1 orders one_each unique(id) fail the step 4 2 2 id=3, items=2"),
     ]
     shown = _as(team.viewer).get(f"/api/v1/runs/{step.pk}/").json()
     assert shown["checks"] == step.checks

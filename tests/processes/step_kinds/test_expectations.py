@@ -102,6 +102,11 @@ def test_the_rules_of_a_whole_batch_say_what_they_saw(spark):
         "jump": (0, 2, "2 rows; the median of the last 2 batches: 3.5"),
     }
     assert checked.failed == []  # the fail rule held
+    # An empty batch fails a minimum all the same, with no row to count.
+    empty = expectations.apply(
+        batch.limit(0), rules[3:4], run_id=3, others=None, history=lambda rule: []
+    )
+    assert [(r["rule"], r["ok"], r["failed"]) for r in empty.results] == [("sized", False, 0)]
     seen["steady"] = []
     steady = [r for r in rules if r.name == "steady"]
     again = expectations.apply(
