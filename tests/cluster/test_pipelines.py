@@ -162,8 +162,10 @@ daily = [t for t in found if t.endswith(".daily_page_views")][0]
 found["page_views"] = spark.sql(
     f"SELECT sum(page_views) FROM {daily}"
 ).first()[0]
+# The page views of the days the summary holds: the closed days (the last one waits).
 found["page_view_events"] = spark.sql(
-    f"SELECT count(*) FROM {events} WHERE event = 'page_view'"
+    f"SELECT count(*) FROM {events} WHERE event = 'page_view' "
+    f"AND to_date(collector_tstamp) IN (SELECT day FROM {daily})"
 ).first()[0]
 print("FOUND " + json.dumps(found))
 spark.stop()
