@@ -30,6 +30,7 @@ from alerts.models import Alert, AlertGate, Channel, Destination, Kind
 from batches.models import ArchiveConsumpQueue, BatchConsumpQueue
 from bdre.access import AnyUser, scope
 from processes.models import ExecState, InstanceExec, Process, Property, grouped_properties
+from processes.step_kinds import expectations
 
 log = logging.getLogger(__name__)
 
@@ -231,11 +232,9 @@ def failed_checks(step_run_id: int) -> tuple[int, str] | None:
     if run is None or run.process.parent_id is None:
         return None
     lines = [
-        f"{run.process.name}: {c['table']}.{c['rule']} ({c['action']}: {c['rule_text']}): "
-        f"{c['failed']} of {c['checked']} rows failed"
-        + (f"; {c['observed']}" if c.get("observed") else "")
+        f"{run.process.name}: {expectations.described(c)}"
         for c in run.checks
-        if not c.get("ok", not c.get("failed"))
+        if expectations.is_failure(c)
     ]
     return (run.process.parent_id, "\n".join(lines)) if lines else None
 

@@ -133,10 +133,9 @@ def close_days(job: Process, *, before: str | None) -> int:
     last_of_day: dict[tuple[int, str], tuple[int, str]] = {}
     closed: set[tuple[int, str]] = set()
     for row_id, step_id, marking in waiting:
-        days = markings.days(marking)
-        if not days or max(days) >= before:
+        day = max(markings.days(marking), default=None)
+        if day is None or day >= before:
             continue
-        day = max(days)
         last_of_day[(step_id, day)] = (row_id, marking)
         if markings.closes_a_day(marking, day):
             closed.add((step_id, day))

@@ -452,21 +452,23 @@ def summary(setup: DemoSetup) -> DemoSummary:
 def _expectations(setup: DemoSetup) -> list[str]:
     """Each expectation of the demo's steps, with its rows checked and failed over the
     step's runs."""
-    totals: dict[tuple[str, str, str], list[int]] = {}
+    declared: dict[tuple[str, str], str] = {}  # (step, table.rule) -> the rule
+    totals: dict[tuple[str, str], list[int]] = {}  # -> [checked, failed]
     for step in Process.objects.filter(parent__in=setup.jobs, deleted=False).order_by("id"):
         for key, value in step.properties.filter(config_group="expect").values_list("key", "value"):
-            totals[(step.name, key, value)] = [0, 0]
+            declared[(step.name, key)] = value
+            totals[(step.name, key)] = [0, 0]
         runs = InstanceExec.objects.filter(process=step).exclude(exec_state_id=ExecState.RUNNING)
         for checks in runs.values_list("checks", flat=True):
             for result in checks:
-                key = f"{result['table']}.{result['rule']}"
-                found = next((k for k in totals if k[:2] == (step.name, key)), None)
-                if found is not None:
-                    totals[found][0] += result["checked"]
-                    totals[found][1] += result["failed"]
+                counted = totals.get((step.name, f"{result['table']}.{result['rule']}"))
+                if counted is not None:
+                    counted[0] += result["checked"]
+                    counted[1] += result["failed"]
     return [
-        f"{key} ({value}): {checked} row{'s' * (checked != 1)} checked, {failed} failed"
-        for (_, key, value), (checked, failed) in totals.items()
+        f"{key} ({declared[(step, key)]}): {checked} row{'s' * (checked != 1)} checked, "
+        f"{failed} failed"
+        for (step, key), (checked, failed) in totals.items()
     ]
 
 

@@ -39,6 +39,7 @@ from prometheus_client.metrics_core import Metric
 from batches.models import ScanState
 from processes import events
 from processes.models import ExecState, InstanceExec, Process
+from processes.step_kinds import expectations
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +156,7 @@ def count_checks(labels: dict[str, str], checks: list[dict[str, Any]]) -> None:
     """The expectations of a step run that failed: one failure each, and their rows."""
     for check in checks:
         failed = check.get("failed")
-        if not check.get("ok", not failed):
+        if expectations.is_failure(check):
             rule = {"table": check["table"], "rule": check["rule"], "action": check["action"]}
             CHECK_FAILURES.labels(**labels, **rule).inc()
             if isinstance(failed, int) and failed > 0:

@@ -44,6 +44,7 @@ from processes.models import (
 )
 from processes.selectors import dashboard as selectors
 from processes.selectors import jobs as jobs_selector
+from processes.step_kinds import expectations
 
 
 def visible_jobs(request: HttpRequest):
@@ -224,11 +225,11 @@ def _run_context(request: HttpRequest, pk: int) -> dict[str, Any]:
 
 
 def _shown_check(step: str, check: dict[str, Any]) -> dict[str, Any]:
-    """An expectation's result as the run page shows it: a failure (``ok``; results kept
-    before it was: rows failed), and its sample rows as pairs (a column named ``items``
+    """An expectation's result as the run page shows it: whether it failed, and its sample
+    rows as pairs (a column named ``items``
     would be taken for the dict's method in a template)."""
     samples = [list(sample.items()) for sample in check.get("samples", [])]
-    failing = not check.get("ok", not check.get("failed"))
+    failing = expectations.is_failure(check)
     return {**check, "step": step, "failing": failing, "sample_pairs": samples}
 
 

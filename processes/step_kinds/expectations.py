@@ -9,7 +9,9 @@ its database), its value ``<action>: <rule>``:
   sandbox as a step's query (``sql_guard``); a row for which it is false or NULL fails it;
 - a **batch rule**: ``unique(<column>, ...)`` (no two rows of the batch, nor a row of the
   batch and one of the table's other batches, share the key), ``rows(<min>, <max>)`` (the
-  batch's row count; ``*`` for no bound), ``null_ratio(<column>) <= <ratio>``.
+  batch's row count; ``*`` for no bound), ``null_ratio(<column>) <= <ratio>``,
+  ``freshness(<column>) <= <age>`` and ``volume(<batches>, <factor>)`` (against the rows of
+  the batches the rule was checked on before).
 
 The action: ``warn`` counts the failures; ``drop`` (row rules) writes the failing rows to
 ``<table>_quarantine`` with the rules they failed, their text and the run, and the others to
@@ -340,9 +342,19 @@ def _samples(failing: DataFrame, columns: list[str], failed: int) -> list[dict[s
     return [_plain(row.asDict()) for row in failing.select(*columns).limit(SAMPLES).collect()]
 
 
-def is_failure(result: dict[str, Any]) -> bool:
+def is_failure(result: Mapping[str, Any]) -> bool:
     """Whether a rule's result is a failure (a result kept before ``ok`` was: rows failed)."""
     return not result.get("ok", not result.get("failed"))
+
+
+def described(result: Mapping[str, Any]) -> str:
+    """A rule's result in a line, as the step's log and the alert say it."""
+    observed = result.get("observed")
+    return (
+        f"{result['table']}.{result['rule']} ({result['action']}: {result['rule_text']}): "
+        f"{result['failed']} of {result['checked']} rows failed"
+        + (f"; {observed}" if observed else "")
+    )
 
 
 def _duplicates(

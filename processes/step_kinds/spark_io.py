@@ -176,13 +176,7 @@ def _expected(
     context.record_checks(results)
     for result in results:
         if expectations.is_failure(result):
-            context.log(
-                "expect.failed",
-                f"{result['table']}.{result['rule']} ({result['action']}: "
-                f"{result['rule_text']}): {result['failed']} of {result['checked']} rows failed"
-                + (f"; {result['observed']}" if result["observed"] else ""),
-                "quality",
-            )
+            context.log("expect.failed", expectations.described(result), "quality")
     if checked.failed:
         raise expectations.ExpectationFailed(
             f"batch {context.target_batch_id} of {database}.{table} is not written: "
@@ -204,7 +198,7 @@ def _expected(
 
 def _rows_before(context: StepContext, database: str, rule: expectations.Rule) -> list[int]:
     """The rows of the batches the step checked ``rule`` on before, in its runs that
-    succeeded, latest first: what a volume rule compares with."""
+    succeeded, latest first: what a volume rule compares with (the rule takes its last N)."""
     earlier = (
         InstanceExec.objects.filter(process=context.step, exec_state_id=ExecState.SUCCESS)
         .exclude(checks=[])
@@ -217,7 +211,7 @@ def _rows_before(context: StepContext, database: str, rule: expectations.Rule) -
         for check in checks
         if (check.get("database"), check["table"], check["rule"])
         == (database, rule.table, rule.name)
-    ][: rule.low]
+    ]
 
 
 def _other_batches(df: DataFrame, context: StepContext, location: str) -> DataFrame | None:
