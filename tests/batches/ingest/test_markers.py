@@ -98,3 +98,15 @@ def test_a_step_sharing_its_location_counts_and_dates_only_the_files_it_takes(te
         f"/api/v1/processes/{other.pk}/reset-marker/", {"key": "", "preview": True}, format="json"
     ).json()
     assert plan["registered_after"] == 1  # not a.csv, b.csv, c.csv: the first step's
+
+
+def test_a_step_that_is_no_scan_has_no_marker_to_move(team):
+    step = build_job(team, "not_a_scan", 1).steps.get()
+    answer = api_as(team.developer).post(
+        f"/api/v1/processes/{step.pk}/reset-marker/", {"key": "", "preview": True}, format="json"
+    )
+    assert answer.status_code == 404, answer.content
+    assert answer.json() == {
+        "code": 103,
+        "message": f"Invalid sub-process: {step.pk} is not a live ingest.scan step",
+    }
