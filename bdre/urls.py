@@ -2,8 +2,10 @@ from django.contrib import admin
 from django.contrib.auth.views import LoginView
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
+from django.templatetags.static import static
 from django.urls import Resolver404, include, path, re_path, resolve
 from django.views.decorators.csrf import csrf_exempt
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from bdre.auth_forms import LoginForm
@@ -50,6 +52,8 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
+    # Asked for by browsers and crawlers whatever the pages link to.
+    path("favicon.ico", RedirectView.as_view(url=static("bdre/favicon.svg")), name="favicon"),
     path("metrics", metrics_view, name="metrics"),  # operators only: bdre/metrics.py
     path("api/v1/", include("bdre.api_urls")),
     re_path(r"^api/v1/(?P<rest>[\s\S]*)$", api_not_found),  # ids may hold newlines

@@ -72,7 +72,8 @@ def run_list(request: HttpRequest) -> HttpResponse:
             "page": page,
             "errors": found.errors,
             "jobs": jobs.order_by("name"),
-            "states": [s.name for s in ExecState],
+            # The value is the API's name; what a reader sees, words.
+            "states": [(s.name, s.name.replace("_", " ").lower()) for s in ExecState],
             "triggers": Trigger.choices,
             "params": request.GET,
             "query": query.urlencode(),

@@ -316,7 +316,8 @@ def job_new(request: HttpRequest) -> HttpResponse:
         except ValidationError as exc:
             forms.place_errors(exc, job_form, filled)
         else:
-            messages.success(request, f"{job.name} is registered with {len(filled)} steps.")
+            count = "1 step" if len(filled) == 1 else f"{len(filled)} steps"
+            messages.success(request, f"{job.name} is registered with {count}.")
             return redirect("ui-job", pk=job.pk)
     return render(request, "processes/job_new.html", {"form": job_form, "steps": steps})
 

@@ -1657,6 +1657,7 @@ PAGE_TABLE = [
         kind="other",
     ),
     _page("healthz", "GET", lambda w: "/healthz", Need.PUBLIC, kind="other"),
+    _page("favicon", "GET", lambda w: "/favicon.ico", Need.PUBLIC, kind="other", ok=302),
     _page("api-schema", "GET", lambda w: "/api/schema/", Need.PUBLIC, kind="other"),
     _page("api-docs", "GET", lambda w: "/api/docs/", Need.PUBLIC, kind="other"),
 ]

@@ -44,6 +44,9 @@ def test_the_docs_are_served_without_any_cdn(client, db):
     assert "cdn" not in html.lower() and "https://" not in html
     bundle = next(part for part in html.split('"') if part.endswith("swagger-ui-bundle.js"))
     assert client.get(bundle).status_code == 200
+    # A way back to the app, and the app's icon.
+    assert '<a href="/">← BDRE: back to the dashboard</a>' in html
+    assert 'rel="icon" href="/static/bdre/favicon.svg"' in html
 
 
 @pytest.fixture

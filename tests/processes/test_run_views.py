@@ -61,7 +61,7 @@ def test_the_runs_page_lists_each_job_run_with_its_totals(team, make_job):
         "orders",
         "SUCCESS",
         "backfill",
-        "2026-11-20 08:00:00",
+        "2026-11-20 08:00:00 UTC",
         "90.0 s",
         "1",
         str(run.target_batch_id),
@@ -88,6 +88,8 @@ def test_the_runs_page_filters_by_job_state_trigger_and_day(team, make_job):
     assert listed() == {old.pk, failed.pk, manual.pk}
     assert listed(job=orders.pk) == {old.pk, failed.pk}
     assert listed(state="FAILED") == {failed.pk}
+    chosen = client.get("/runs/", {"state": "NOT_RUNNING"}).content.decode()
+    assert '<option value="NOT_RUNNING" selected>not running</option>' in chosen  # words
     assert listed(trigger="manual") == {manual.pk}
     assert listed(started_after="2026-11-20") == {failed.pk, manual.pk}
     # A day's runs are all in, to its last moment.

@@ -76,12 +76,21 @@ def test_an_outsider_finds_nothing_of_the_team(team, pipeline, node):
     assert "clicks" not in client.get("/queue/?table=archive").content.decode()
 
 
+def test_every_page_has_the_apps_icon_and_favicon_ico_leads_to_it(client, team, pipeline):
+    page = client_as(team.viewer).get("/").content.decode()
+    assert '<link rel="icon" href="/static/bdre/favicon.svg" type="image/svg+xml">' in page
+    answer = client.get("/favicon.ico")  # asked for by browsers whatever a page links to
+    assert answer.status_code == 302 and answer["Location"] == "/static/bdre/favicon.svg"
+    assert client.get(answer["Location"]).status_code == 200
+
+
 def test_the_dashboard_shows_each_job_with_its_last_run_and_charts(team, pipeline):
     job, outcome = pipeline
     page = client_as(team.viewer).get("/").content.decode()
     assert f'href="/jobs/{job.pk}/"' in page
     assert f'href="/runs/{outcome.instance_exec_id}/"' in page and "SUCCESS" in page
     assert page.count("<svg") == 2  # runs per hour, queue depth
+    assert "0\xa0minutes" not in page and ">just now</time>" in page  # its run just ended
 
 
 def test_the_job_page_draws_the_workflow_coloured_by_the_last_run(team, pipeline):

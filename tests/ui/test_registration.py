@@ -64,6 +64,13 @@ def test_a_developer_registers_a_job_with_two_steps(team):
     assert schedules.schedule_of(job.pk).every_seconds == 600
 
 
+def test_a_job_of_one_step_is_said_registered_with_1_step(team):
+    answer = client_as(team.developer).post(
+        "/jobs/new/", form(team, steps=[{"name": "orders_load"}]), follow=True
+    )
+    assert "orders is registered with 1 step." in answer.content.decode()
+
+
 def test_empty_step_rows_are_ignored_and_add_a_step_keeps_the_input(team):
     client = client_as(team.developer)
     grown = client.post("/jobs/new/", {**form(team, steps=[{"name": "x_1"}]), "add_step": "1"})
