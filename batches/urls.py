@@ -11,7 +11,9 @@ urlpatterns = [
     path("queue/", views.queue_inspector, name="ui-queue"),
     path("queue/bulk/", views.queue_bulk, name="ui-queue-bulk"),
     re_path(
-        rf"^queue/{ID}/(?P<action>requeue|discard)/$", views.queue_action, name="ui-queue-action"
+        rf"^queue/{ID}/(?P<action>requeue|discard|retry)/$",
+        views.queue_action,
+        name="ui-queue-action",
     ),
     path("batches/", views.batch_list, name="ui-batches"),
     re_path(rf"^batches/{ID}/$", views.batch_detail, name="ui-batch"),

@@ -23,6 +23,7 @@ from batches.models import (
 from bdre.access import Role, can, scope
 from bdre.errors import BdreError
 from lineage import graphs
+from processes import scan_gate, tasks
 from processes.models import Process
 
 ACTIONS = {
@@ -30,6 +31,8 @@ ACTIONS = {
     "the run it failed in never succeeded, every failed row of that run comes back with it, "
     "and the run's batch is rebuilt, replacing what its failed attempts wrote.",
     "discard": "Take the batch out of the queue for good: no run will claim it.",
+    "retry": "Put the batch back in the queue, as a requeue does, and start a run of the job "
+    "now: its first steps go to the workers at once, and the run's page opens.",
 }
 
 
@@ -75,6 +78,19 @@ def queue_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
         raise PermissionDenied("Requeue and discard need the developer role.")
     if request.method == "POST":
         try:
+            if action == "retry":
+                started = tasks.retry_row(row.pk)
+                if isinstance(started, scan_gate.Quiet):
+                    messages.info(request, f"No run started: {started.detail}.")
+                    return redirect("ui-queue")
+                messages.success(
+                    request,
+                    f"Batch {row.source_batch_id} is queued again and run "
+                    f"{started.instance_exec_id} of {Process.objects.get(pk=started.job_id)} "
+                    "started to "
+                    "take it: its first steps are queued now for the workers.",
+                )
+                return redirect("ui-run", pk=started.instance_exec_id)
             if action == "requeue":
                 queue.requeue(row.pk)
                 messages.success(request, f"Batch {row.source_batch_id} is queued again.")

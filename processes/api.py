@@ -105,6 +105,30 @@ class ApplicationViewSet(ScopedViewSet):
         serializer.instance = registry.save_application(registry.ApplicationSpec.of(data), pk)
 
 
+def started_answer(request: Request, started: orchestrator.Started | scan_gate.Quiet) -> Response:
+    """A run started now (run now, a retry): 201 naming it; 200 when its scans found
+    nothing new and no run started."""
+    if isinstance(started, scan_gate.Quiet):
+        quiet = {
+            "started": False,
+            "outcome": started.outcome,
+            "detail": started.detail,
+            "run": started.run_id,
+            "last_checked": started.last_checked,
+        }
+        return Response(NothingNewSerializer(quiet).data)
+    run_id = started.instance_exec_id
+    url = request.build_absolute_uri(reverse("run-detail", args=[run_id]))
+    body = {
+        "run": run_id,
+        "url": url,
+        "page": request.build_absolute_uri(reverse("ui-run", args=[run_id])),
+        "target_batch_id": started.target_batch_id,
+        "is_rerun": started.is_rerun,
+    }
+    return Response(body, status=status.HTTP_201_CREATED, headers={"Location": url})
+
+
 @extend_schema_view(
     create=extend_schema(responses={201: ProcessSerializer, **REGISTRY_ERRORS}),
     update=extend_schema(responses={200: ProcessSerializer, **REGISTRY_ERRORS}),
@@ -285,26 +309,9 @@ class ProcessViewSet(ProcessReplayActions, ScopedViewSet):
     def run(self, request: Request, pk: str) -> Response:
         job = self._job(request, pk)
         body = _body(RunNowInput, request)
-        started = tasks.start_run(job, body.get("max_batch"), force=body["force"])
-        if isinstance(started, scan_gate.Quiet):
-            quiet = {
-                "started": False,
-                "outcome": started.outcome,
-                "detail": started.detail,
-                "run": started.run_id,
-                "last_checked": started.last_checked,
-            }
-            return Response(NothingNewSerializer(quiet).data)
-        run_id = started.instance_exec_id
-        url = request.build_absolute_uri(reverse("run-detail", args=[run_id]))
-        body = {
-            "run": run_id,
-            "url": url,
-            "page": request.build_absolute_uri(reverse("ui-run", args=[run_id])),
-            "target_batch_id": started.target_batch_id,
-            "is_rerun": started.is_rerun,
-        }
-        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": url})
+        return started_answer(
+            request, tasks.start_run(job, body.get("max_batch"), force=body["force"])
+        )
 
     @extend_schema(
         request=TermInput,

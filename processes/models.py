@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from django.contrib.auth.models import Group
 from django.core.validators import RegexValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q, Subquery
 from django_celery_beat.models import PeriodicTask
 
 from bdre.errors import BdreError, Code
@@ -346,6 +346,40 @@ class Trigger(models.TextChoices):
     REPLAY = "replay"
 
 
+def _delivered_again(
+    job: int | OuterRef, batch: int | OuterRef | None, after: int | OuterRef
+) -> models.QuerySet[InstanceExec]:
+    """The runs of ``job`` after run ``after`` that built batch ``batch`` again and
+    delivered it (a retry, a requeued dead letter and a replay keep a failed run's target
+    batch), first first."""
+    return InstanceExec.objects.filter(
+        process_id=job,
+        parent__isnull=True,
+        exec_state_id=ExecState.SUCCESS,
+        target_batch_id=batch,
+        pk__gt=after,
+    ).order_by("pk")
+
+
+def _delivered_after_outer() -> models.QuerySet[InstanceExec]:
+    return _delivered_again(OuterRef("process_id"), OuterRef("target_batch_id"), OuterRef("pk"))
+
+
+class InstanceExecQuerySet(models.QuerySet["InstanceExec"]):
+    def with_resolution(self) -> InstanceExecQuerySet:
+        """Each run with ``resolved_by_id``: the first later run of its job that delivered
+        its batch, or None; for a failed run, the run that resolved it."""
+        return self.annotate(resolved_by_id=Subquery(_delivered_after_outer().values("pk")[:1]))
+
+    def unresolved_failures(self) -> InstanceExecQuerySet:
+        """Job runs that failed and whose batch no later run of their job delivered: the
+        failures that still need someone. A run that failed before it had a batch stays
+        one."""
+        return self.filter(parent__isnull=True, exec_state_id__in=ExecState.failed()).exclude(
+            Exists(_delivered_after_outer())
+        )
+
+
 class InstanceExec(models.Model):
     """A run of a job, or of a step inside a job's run (``parent`` is the job's run)."""
 
@@ -412,6 +446,8 @@ class InstanceExec(models.Model):
         help_text="What started a job run (empty on step runs and runs from before).",
     )
 
+    objects = InstanceExecQuerySet.as_manager()
+
     team_lookup = "process__bus_domain__team"
 
     class Meta:
@@ -435,6 +471,12 @@ class InstanceExec(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.pk} of {self.process}"
+
+    def resolved_by(self) -> InstanceExec | None:
+        """The run that delivered the batch this failed job run did not, if one has."""
+        if self.exec_state_id not in ExecState.failed() or self.target_batch_id is None:
+            return None
+        return _delivered_again(self.process_id, self.target_batch_id, self.pk).first()
 
 
 class ProcessLog(models.Model):

@@ -28,6 +28,8 @@ from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
+from batches import queue as batch_queue
+from batches.models import BatchConsumpQueue, BatchState
 from bdre.errors import BdreError, Code
 from bdre.jsonlog import run_context
 from processes import days, lifecycle, logfiles, run_inputs, step_kinds
@@ -345,6 +347,43 @@ def queue_of(step: Process) -> str:
         return settings.BDRE_QUEUE
     named = step.property_value("run", "spark_queue")
     return named if named in settings.BDRE_SPARK_QUEUES else settings.BDRE_SPARK_QUEUE
+
+
+# --- retry ---------------------------------------------------------------------------------
+
+
+def put_back_failed(run_id: int) -> int:
+    """What a retry of the failed job run ``run_id`` needs before its job runs again: the
+    dead letters of its batch requeued (``queue.requeue`` puts back the whole claim, so the
+    next run rebuilds that same batch, as a retry would); rows still failed wait for that
+    run as they are. The job's id. 117 for no job run; 118 for a run that did not fail, or
+    whose batch a later run delivered (it is resolved: nothing is left to retry)."""
+    run = InstanceExec.objects.filter(pk=run_id, parent__isnull=True).first()
+    if run is None:
+        raise BdreError(Code.UNKNOWN_ROW, f"{run_id} is no run of a job")
+    if run.exec_state_id not in ExecState.failed():
+        raise BdreError(Code.QUEUE_STATE_CONFLICT, f"run {run_id} did not fail: nothing to retry")
+    resolved = run.resolved_by()
+    if resolved is not None:
+        raise BdreError(
+            Code.QUEUE_STATE_CONFLICT,
+            f"run {run_id} is resolved: run {resolved.pk} delivered its batch "
+            f"{run.target_batch_id}",
+        )
+    if run.target_batch_id is not None:
+        dead = (
+            BatchConsumpQueue.objects.filter(
+                process__parent_id=run.process_id,
+                target_batch_id=run.target_batch_id,
+                batch_state_id=BatchState.DISCARDED,
+            )
+            .order_by("pk")
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if dead is not None:
+            batch_queue.requeue(dead)
+    return run.process_id
 
 
 # --- terminate -----------------------------------------------------------------------------

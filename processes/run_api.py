@@ -22,8 +22,9 @@ from processes import (
     lifecycle,
     logfiles,
     runs,
+    tasks,
 )
-from processes.api import ERRORS
+from processes.api import ERRORS, started_answer
 from processes.filters import LogFilter, RunFilter
 from processes.models import (
     InstanceExec,
@@ -32,9 +33,11 @@ from processes.models import (
 from processes.serializers.runs import (
     HeartbeatResultSerializer,
     LogSerializer,
+    NothingNewSerializer,
     RunDetailSerializer,
     RunLogSerializer,
     RunSerializer,
+    RunStartedSerializer,
     StepLogQuery,
 )
 
@@ -60,7 +63,8 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self):
         return scope(
-            self.request.user, InstanceExec.objects.select_related("exec_state", "process")
+            self.request.user,
+            InstanceExec.objects.select_related("exec_state", "process").with_resolution(),
         )
 
     def get_serializer_class(self):
@@ -134,6 +138,23 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
             self.request.accepted_renderer = renderers.JSONRenderer()
             self.request.accepted_media_type = "application/json"
         return super().handle_exception(exc)
+
+    @extend_schema(
+        request=None,
+        responses={201: RunStartedSerializer, 200: NothingNewSerializer, **ERRORS},
+        summary="Retry a failed job run now",
+        description=(
+            "Its batch's dead letters put back, then a run of its job started (trigger "
+            "`retry`), which rebuilds that batch; the answer names the new run, as Run now's "
+            "does. 409 (118) for a run that did not fail or that a later run resolved "
+            "(`resolved_by`), 409 (104) while the job runs (the rows put back wait for its "
+            "next run), 409 (116) when it is paused."
+        ),
+    )
+    @action(detail=True, methods=["post"])
+    def retry(self, request: Request, pk: str) -> Response:
+        acting_on(request, InstanceExec, int(pk), role=Role.DEVELOPER, unknown=Code.UNKNOWN_ROW)
+        return started_answer(request, tasks.retry_run(int(pk)))
 
     @extend_schema(
         request=None,

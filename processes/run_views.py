@@ -49,9 +49,12 @@ def duration_trend(job: Process) -> SafeString | None:
 
 @login_required
 def run_list(request: HttpRequest) -> HttpResponse:
-    visible = scope(request.user, InstanceExec.objects.filter(parent__isnull=True))
+    visible = scope(
+        request.user, InstanceExec.objects.filter(parent__isnull=True).with_resolution()
+    )
     found = JobRunFilter(
-        request.GET, queryset=visible.select_related("process", "exec_state").order_by("-id")
+        request.GET,
+        queryset=visible.select_related("process", "exec_state").order_by("-id"),
     )
     page = Paginator(found.qs if found.is_valid() else visible.none(), RUNS_PER_PAGE).get_page(
         request.GET.get("page")

@@ -25,6 +25,7 @@ from celery.signals import beat_init
 from django.conf import settings
 from django.db import transaction
 
+from batches import queue as batch_queue
 from bdre.errors import BdreError, Code
 from processes import lifecycle, orchestrator, replay, scan_gate, schedules
 from processes.models import InstanceExec, Process, Trigger
@@ -88,6 +89,25 @@ def start_run(
         return started
     hand_on(started.instance_exec_id, started.ready, started.downstream)
     return started
+
+
+def retry_run(run_id: int) -> orchestrator.Started | scan_gate.Quiet:
+    """Retry the failed job run ``run_id`` now: its batch's dead letters put back
+    (``orchestrator.put_back_failed``), then a run of its job started here as "Run now"
+    starts one (trigger ``retry``), which rebuilds that batch. The lifecycle's answers as
+    ``start_run``'s: 104 while the job runs (the rows put back wait for its next run), 116
+    when it is paused."""
+    job_id = orchestrator.put_back_failed(run_id)
+    return start_run(job_id, trigger=Trigger.RETRY)
+
+
+def retry_row(queue_id: int) -> orchestrator.Started | scan_gate.Quiet:
+    """Retry a failed or dead-lettered queue row now: requeued (``queue.requeue``), then a
+    run of its job started here, which takes it; ``start_run``'s answers otherwise (104
+    while the job runs: the row waits for its next run)."""
+    job_id = batch_queue.requeue(queue_id).process.parent_id
+    assert job_id is not None  # a queue row is a step's, and a step has its job
+    return start_run(job_id, trigger=Trigger.RETRY)
 
 
 @dataclass(frozen=True)

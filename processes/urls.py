@@ -32,4 +32,5 @@ urlpatterns = [
     re_path(rf"^runs/{ID}/$", views.run_detail, name="ui-run"),
     re_path(rf"^runs/{ID}/live/$", views.run_live, name="ui-run-live"),
     re_path(rf"^runs/{ID}/log/$", views.run_log, name="ui-run-log"),
+    re_path(rf"^runs/{ID}/retry/$", views.run_retry, name="ui-run-retry"),
 ]

@@ -147,11 +147,8 @@ def job_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
             if isinstance(started, scan_gate.Quiet):
                 messages.info(request, f"No run of {job.name} started: {started.detail}.")
             else:
-                messages.success(
-                    request,
-                    f"Run {started.instance_exec_id} of {job.name} started: its steps are "
-                    "queued on the workers.",
-                )
+                messages.success(request, _started(job, started, f"Run {started.instance_exec_id}"))
+                return redirect("ui-run", pk=started.instance_exec_id)
         elif action == "terminate":
             run_id = orchestrator.terminate(job.pk, f"terminated by {request.user}")
             messages.success(request, f"Run {run_id} of {job.name} is terminated.")
@@ -221,6 +218,9 @@ def _run_context(request: HttpRequest, pk: int) -> dict[str, Any]:
         "checks": [_shown_check(s.process.name, check) for s in steps for check in s.checks],
         "live": run.exec_state_id == ExecState.RUNNING,
         "duration": ((run.end_ts or last) - run.start_ts).total_seconds(),
+        "failed": run.exec_state_id in ExecState.failed(),
+        "resolved_by": run.resolved_by(),
+        "can_retry": can(request.user, run.process, Role.DEVELOPER),
     }
 
 
@@ -236,6 +236,42 @@ def _shown_check(step: str, check: dict[str, Any]) -> dict[str, Any]:
 @login_required
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "processes/run.html", _run_context(request, pk))
+
+
+def _started(job: Process, started: orchestrator.Started, what: str) -> str:
+    """Who runs a run just started, and when: its first steps' queues, now."""
+    steps = Process.objects.filter(pk__in=started.ready).select_related("process_type")
+    queues = sorted({orchestrator.queue_of(step) for step in steps})
+    where = f"the workers of the {' and '.join(queues)} queue" + ("s" if len(queues) > 1 else "")
+    return f"{what} of {job.name} started: its first steps are queued now for {where}."
+
+
+@login_required
+@require_POST
+def run_retry(request: HttpRequest, pk: int) -> HttpResponse:
+    """Retry a failed run: its dead letters put back and a run of its job started, which
+    rebuilds its batch; the new run's page opens."""
+    run = get_object_or_404(
+        scope(request.user, InstanceExec.objects.filter(parent__isnull=True)).select_related(
+            "process__bus_domain__team"
+        ),
+        pk=pk,
+    )
+    job = run.process
+    if not can(request.user, job, Role.DEVELOPER):
+        raise PermissionDenied(f"This needs the developer role in {job.bus_domain.team}.")
+    try:
+        started = tasks.retry_run(run.pk)
+    except BdreError as exc:
+        messages.error(request, f"{exc.message} (error {exc.code})")
+        return redirect("ui-run", pk=run.pk)
+    if isinstance(started, scan_gate.Quiet):
+        messages.info(request, f"No run of {job.name} started: {started.detail}.")
+        return redirect("ui-run", pk=run.pk)
+    messages.success(
+        request, _started(job, started, f"Run {started.instance_exec_id}, retrying run {run.pk},")
+    )
+    return redirect("ui-run", pk=started.instance_exec_id)
 
 
 @login_required

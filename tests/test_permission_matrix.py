@@ -766,6 +766,13 @@ API_TABLE = [
         ok=200,
         probe=_state(InstanceExec, lambda w: w.live_run, "lease_expires_at"),
     ),
+    _api(
+        "run-retry",
+        "POST",
+        lambda w: f"/runs/{w.live_run}/retry/",
+        Need.DEVELOPER,
+        ok=409,  # a run going: nothing to retry (118); tests/processes/test_retry.py retries
+    ),
     _list("log-list", "/logs/", ProcessLog, lambda w: w.log.pk),
     _api("log-detail", "GET", lambda w: f"/logs/{w.log.pk}/", Need.VIEWER),
     # batches, the queue, the archive, files
@@ -1516,6 +1523,7 @@ PAGE_TABLE = [
     _page("ui-run", "GET", lambda w: f"/runs/{w.live_run}/", Need.VIEWER),
     _page("ui-run-live", "GET", lambda w: f"/runs/{w.live_run}/live/", Need.VIEWER),
     _page("ui-run-log", "GET", lambda w: f"/runs/{w.live_run}/log/", Need.VIEWER),
+    _page("ui-run-retry", "POST", lambda w: f"/runs/{w.live_run}/retry/", Need.DEVELOPER),
     _page(
         "ui-runs",
         "GET",
@@ -1557,7 +1565,7 @@ PAGE_TABLE = [
             Need.DEVELOPER,
             label=f"confirm {action}",
         )
-        for action in ("requeue", "discard")
+        for action in ("requeue", "discard", "retry")
     ],
     *[
         _page(
@@ -1569,7 +1577,7 @@ PAGE_TABLE = [
             probe=_state(BatchConsumpQueue, lambda w: w.queue_row.pk, "batch_state_id"),
             label=action,
         )
-        for action in ("requeue", "discard")
+        for action in ("requeue", "discard", "retry")
     ],
     _page(
         "ui-queue-bulk",

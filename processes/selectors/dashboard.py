@@ -1,6 +1,7 @@
 """What the dashboard shows, per job the user may see: its last run, its next scheduled run,
-its queue (depth, oldest waiting batch, dead letters) and its failures of the last 24 hours;
-and over the last 24 hours, runs per hour and the depth of the queue."""
+its queue (depth, oldest waiting batch, dead letters) and its failures of the last 24 hours
+that no later run resolved; and over the last 24 hours, runs per hour and the depth of the
+queue."""
 
 from __future__ import annotations
 
@@ -73,12 +74,8 @@ def job_rows(jobs: ProcessQuerySet, now: datetime | None = None) -> list[JobRow]
         )
     }
     failures = dict(
-        InstanceExec.objects.filter(
-            process_id__in=ids,
-            parent__isnull=True,
-            exec_state_id__in=ExecState.failed(),
-            end_ts__gte=now - timedelta(hours=24),
-        )
+        InstanceExec.objects.unresolved_failures()
+        .filter(process_id__in=ids, end_ts__gte=now - timedelta(hours=24))
         .values("process_id")
         .annotate(n=Count("id"))
         .values_list("process_id", "n")

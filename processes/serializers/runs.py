@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from processes import runs
 from processes.models import (
+    ExecState,
     InstanceExec,
     ProcessLog,
 )
@@ -40,6 +41,10 @@ class RunSerializer(serializers.ModelSerializer):
         allow_null=True,
         help_text="The counters' rows_out: a job run's summed over its step runs; null if none.",
     )
+    resolved_by = serializers.SerializerMethodField(
+        help_text="For a failed job run: the later run of its job that delivered its batch "
+        "(the failure is resolved), else null."
+    )
 
     class Meta:
         model = InstanceExec
@@ -66,8 +71,16 @@ class RunSerializer(serializers.ModelSerializer):
             "error",
             "counters",
             "checks",
+            "resolved_by",
         )
         read_only_fields = fields
+
+    def get_resolved_by(self, run: InstanceExec) -> int | None:
+        # Annotated by the runs API's queryset (InstanceExec.objects.with_resolution); a
+        # step run has none.
+        if run.exec_state_id not in ExecState.failed():
+            return None
+        return getattr(run, "resolved_by_id", None)
 
 
 class InitJobInput(serializers.Serializer):

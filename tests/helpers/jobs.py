@@ -135,3 +135,15 @@ def scan_step(name: str, location: str | Path, **options: str) -> StepSpec:
     return StepSpec(
         name, SCAN, properties={"scan": {"location": where, "min_age_seconds": "0", **options}}
     )
+
+
+def fragile_pipeline(
+    owner: BusDomain | HasApplication, flag: Path, *, max_retries: int
+) -> tuple[Process, Process]:
+    """A producer and a consumer whose one step fails until ``flag`` exists (the fix a
+    retry waits for): ``(producer, consumer)``."""
+    producer = build_job(owner, "producer", [callable_step("produce")])
+    fragile = callable_step(
+        "fragile", "tests.processes.callables.fail_until_flag", upstream=[producer], flag=str(flag)
+    )
+    return producer, build_job(owner, "consumer", [fragile], max_retries=max_retries)

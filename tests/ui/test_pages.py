@@ -120,7 +120,11 @@ def test_a_developer_runs_a_job_now(team, pipeline, sent, django_capture_on_comm
         answer = client_as(team.developer).post(f"/jobs/{job.pk}/run/", follow=True)
     run = InstanceExec.objects.filter(process=job).latest("id")
     assert [args for args, _ in sent] == [(run.pk, step.pk) for step in job.steps.all()][:1]
-    assert f"Run {run.pk} of clicks started" in answer.content.decode()
+    assert answer.redirect_chain == [(f"/runs/{run.pk}/", 302)]  # the run it started opens
+    assert (
+        f"Run {run.pk} of clicks started: its first steps are queued now for the workers of "
+        "the celery queue."
+    ) in answer.content.decode()
 
 
 def test_a_paused_job_is_run_now_only_after_a_second_confirmation(team, pipeline, sent):

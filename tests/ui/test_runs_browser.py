@@ -32,7 +32,7 @@ def test_the_dashboard_refreshes_itself_and_leads_to_the_runs_and_their_trend(
             start_ts=start + timedelta(minutes=20 * i),
         )
     page = log_in(browser, live_server, team.viewer, viewport=(1100, 800))
-    failures = page.locator(".tile", has_text="failed runs")
+    failures = page.locator(".tile", has_text="unresolved failures")
     assert failures.locator("span").inner_text() == "0"
 
     failed = job_run(
