@@ -34,6 +34,7 @@ ACTIONS = {
     "retry": "Put the batch back in the queue, as a requeue does, and start a run of the job "
     "now: its first steps go to the workers at once, and the run's page opens.",
 }
+BULK_ACTIONS = ("requeue", "discard")
 
 
 @login_required
@@ -116,7 +117,7 @@ def queue_bulk(request: HttpRequest) -> HttpResponse:
     first (the rows listed), then each row through the same service, each in its own
     transaction, and a message per outcome."""
     action = request.POST.get("action", "")
-    if action not in ACTIONS:
+    if action not in BULK_ACTIONS:  # a retry starts a run: one row at a time
         return redirect("ui-queue")
     ids = [int(v) for v in request.POST.getlist("ids") if v.isdigit() and len(v) < 19]
     allowed = selectors.acting_on(request.user, ids)

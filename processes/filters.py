@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.db.models import QuerySet
 from django_filters import rest_framework as filters
 
 from bdre.filters import DayRangeFilter, FilterSet, IdFilter, date_range
@@ -60,6 +61,14 @@ class JobRunFilter(RunFilter):
     started = DayRangeFilter(
         field_name="start_ts", help_text="started_after and started_before, whole days"
     )
+    unresolved = filters.BooleanFilter(
+        method="_unresolved", help_text="failed runs whose batch no later run delivered"
+    )
+
+    def _unresolved(self, queryset: QuerySet, name: str, value: bool | None) -> QuerySet:
+        if not value:
+            return queryset
+        return queryset.filter(pk__in=InstanceExec.objects.unresolved_failures().values("pk"))
 
 
 class PropertyFilter(FilterSet):

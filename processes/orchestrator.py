@@ -32,7 +32,7 @@ from batches import queue as batch_queue
 from batches.models import BatchConsumpQueue, BatchState
 from bdre.errors import BdreError, Code
 from bdre.jsonlog import run_context
-from processes import days, lifecycle, logfiles, run_inputs, step_kinds
+from processes import days, lifecycle, logfiles, run_inputs, schedules, step_kinds
 from processes.models import ExecState, InstanceExec, Process, Trigger
 from processes.step_kinds import checks
 from processes.workflow import predecessors, steps_in_order
@@ -370,20 +370,43 @@ def put_back_failed(run_id: int) -> int:
             f"run {run_id} is resolved: run {resolved.pk} delivered its batch "
             f"{run.target_batch_id}",
         )
-    if run.target_batch_id is not None:
-        dead = (
-            BatchConsumpQueue.objects.filter(
-                process__parent_id=run.process_id,
-                target_batch_id=run.target_batch_id,
-                batch_state_id=BatchState.DISCARDED,
-            )
-            .order_by("pk")
-            .values_list("pk", flat=True)
-            .first()
+    job = Process.objects.get_live_job(run.process_id)  # 102 for a deleted job
+    # Refused before a row is put back: a retry that cannot start changes nothing.
+    schedules.hold(job.pk, manual=True)
+    if InstanceExec.objects.filter(process=job, exec_state_id=ExecState.RUNNING).exists():
+        raise BdreError(
+            Code.PARENT_ALREADY_RUNNING,
+            f"{job.name} is running: its next run takes the failed batch {run.target_batch_id}",
         )
-        if dead is not None:
-            batch_queue.requeue(dead)
-    return run.process_id
+    if run.target_batch_id is None:
+        return job.pk
+    delivered = InstanceExec.objects.filter(
+        process=job,
+        parent__isnull=True,
+        exec_state_id=ExecState.SUCCESS,
+        target_batch_id=run.target_batch_id,
+    ).first()
+    if delivered is not None:
+        raise BdreError(
+            Code.QUEUE_STATE_CONFLICT,
+            f"batch {run.target_batch_id} was delivered by run {delivered.pk} before run "
+            f"{run_id} rebuilt it: reprocess the batch to build it again",
+        )
+    # Dead letters only: a row someone discarded, with a reason, stays out.
+    dead = (
+        BatchConsumpQueue.objects.filter(
+            process__parent=job,
+            target_batch_id=run.target_batch_id,
+            batch_state_id=BatchState.DISCARDED,
+            discard_reason="",
+        )
+        .order_by("pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if dead is not None:
+        batch_queue.requeue(dead)
+    return job.pk
 
 
 # --- terminate -----------------------------------------------------------------------------

@@ -220,7 +220,7 @@ def _run_context(request: HttpRequest, pk: int) -> dict[str, Any]:
         "duration": ((run.end_ts or last) - run.start_ts).total_seconds(),
         "failed": run.exec_state_id in ExecState.failed(),
         "resolved_by": run.resolved_by(),
-        "can_retry": can(request.user, run.process, Role.DEVELOPER),
+        "can_retry": not run.process.deleted and can(request.user, run.process, Role.DEVELOPER),
     }
 
 
@@ -240,6 +240,8 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _started(job: Process, started: orchestrator.Started, what: str) -> str:
     """Who runs a run just started, and when: its first steps' queues, now."""
+    if not started.ready:
+        return f"{what} of {job.name} ended at once: every step had succeeded before."
     steps = Process.objects.filter(pk__in=started.ready).select_related("process_type")
     queues = sorted({orchestrator.queue_of(step) for step in steps})
     where = f"the workers of the {' and '.join(queues)} queue" + ("s" if len(queues) > 1 else "")
@@ -268,9 +270,13 @@ def run_retry(request: HttpRequest, pk: int) -> HttpResponse:
     if isinstance(started, scan_gate.Quiet):
         messages.info(request, f"No run of {job.name} started: {started.detail}.")
         return redirect("ui-run", pk=run.pk)
-    messages.success(
-        request, _started(job, started, f"Run {started.instance_exec_id}, retrying run {run.pk},")
-    )
+    said = _started(job, started, f"Run {started.instance_exec_id}, retrying run {run.pk},")
+    if started.target_batch_id != run.target_batch_id:
+        said += (
+            f" It builds batch {started.target_batch_id}, which waited longer; batch "
+            f"{run.target_batch_id} is rebuilt by the run after it."
+        )
+    messages.success(request, said)
     return redirect("ui-run", pk=started.instance_exec_id)
 
 

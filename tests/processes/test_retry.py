@@ -7,11 +7,12 @@ from __future__ import annotations
 import pytest
 
 from batches.models import BatchConsumpQueue, BatchState
-from processes import orchestrator
+from processes import orchestrator, schedules
 from processes.models import ExecState, InstanceExec, Trigger
 from tests.helpers.api import api_as
 from tests.helpers.jobs import fragile_pipeline
 from tests.helpers.pages import client_as
+from tests.helpers.runs import job_run
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +41,8 @@ def test_a_failed_run_is_retried_from_its_page_and_then_shown_resolved(
     assert f'action="/runs/{failed.pk}/retry/"' in page
     assert f"puts batch {failed.target_batch_id} back and starts a run of consumer now" in page
     dashboard = client.get("/dashboard/live/").content.decode()
-    assert '<span>2</span><a href="/runs/?state=FAILED"' in dashboard
+    assert '<span>2</span><a href="/runs/?unresolved=true"' in dashboard
+    assert f'href="/runs/{failed.pk}/"' in client.get("/runs/?unresolved=true").content.decode()
 
     flag.touch()  # the fix
     with django_capture_on_commit_callbacks(execute=True):
@@ -66,7 +68,8 @@ def test_a_failed_run_is_retried_from_its_page_and_then_shown_resolved(
     listed = client.get("/runs/", {"job": job.pk}).content.decode()
     assert listed.count(f'href="/runs/{retry.pk}/" title="a later run delivered its batch"') == 2
     dashboard = client.get("/dashboard/live/").content.decode()
-    assert '<span>0</span><a href="/runs/?state=FAILED"' in dashboard  # both failures resolved
+    assert '<span>0</span><a href="/runs/?unresolved=true"' in dashboard  # both failures resolved
+    assert f'href="/runs/{failed.pk}/"' not in client.get("/runs/?unresolved=true").content.decode()
     again = client.post(f"/runs/{failed.pk}/retry/", follow=True).content.decode()
     assert f"run {failed.pk} is resolved: run {retry.pk} delivered its batch" in again
 
@@ -137,3 +140,42 @@ def test_the_api_retries_a_failed_run_and_says_which_run_resolved_it(
     assert again.status_code == 409 and again.json()["code"] == 118
     assert api_as(team.viewer).post(f"/api/v1/runs/{failed.pk}/retry/").status_code == 403
     assert api_as(team.outsider).post(f"/api/v1/runs/{failed.pk}/retry/").status_code == 404
+
+
+def queue_state() -> list[tuple[int, str]]:
+    return list(BatchConsumpQueue.objects.values_list("batch_state_id", "discard_reason"))
+
+
+def test_a_retry_that_cannot_start_puts_nothing_back(team, dead, sent):
+    job, failed, _ = dead
+    client = api_as(team.developer)
+    before = queue_state()
+    schedules.set_schedule(job.pk, schedules.Schedule(every_seconds=3600))
+    schedules.pause(job.pk)
+    paused = client.post(f"/api/v1/runs/{failed.pk}/retry/")
+    assert paused.status_code == 409 and paused.json()["code"] == 116
+    schedules.resume(job.pk)
+    job_run(job, state=ExecState.RUNNING)  # a run going
+    running = client.post(f"/api/v1/runs/{failed.pk}/retry/")
+    assert running.status_code == 409 and running.json()["code"] == 104
+    assert "consumer is running: its next run takes the failed batch" in running.json()["message"]
+    assert queue_state() == before and sent == []
+
+
+def test_a_row_discarded_by_hand_is_not_brought_back_by_a_retry(team, dead, sent):
+    failed = dead[1]
+    row = BatchConsumpQueue.objects.get()
+    BatchConsumpQueue.objects.filter(pk=row.pk).update(discard_reason="discarded by ops: bad")
+    answer = api_as(team.developer).post(f"/api/v1/runs/{failed.pk}/retry/")
+    # Nothing of the batch is waiting: the run the retry starts has nothing to take.
+    assert answer.status_code == 409 and answer.json()["code"] in (109, 112), answer.content
+    assert queue_state() == [(BatchState.DISCARDED, "discarded by ops: bad")]
+
+
+def test_the_queue_pages_bulk_form_takes_no_retry(team, dead, sent):
+    row = BatchConsumpQueue.objects.get()
+    answer = client_as(team.developer).post(
+        "/queue/bulk/", {"action": "retry", "ids": [row.pk], "confirm": "yes"}
+    )
+    assert answer.status_code == 302 and answer["Location"] == "/queue/"
+    assert queue_state() == [(BatchState.DISCARDED, "")] and sent == []

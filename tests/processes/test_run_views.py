@@ -186,9 +186,9 @@ def test_the_dashboard_refreshes_its_live_part_from_its_own_url(team, make_job):
     assert 'data-refresh="/dashboard/live/"' in page and "bdre/live.js" in page
     assert part.status_code == 200 and "<html" not in text
     assert f'href="/jobs/{job.pk}/"' in text and f'href="/runs/{failed.pk}/"' in text
-    assert 'href="/runs/?state=FAILED"' in text
+    assert 'href="/runs/?unresolved=true"' in text
     tiles = re.findall(r'<div class="tile[^"]*"><span>(\d+)</span>', text)
-    assert tiles == ["0", "0", "0", "1"]  # running, waiting, dead letters, failed in 24 h
+    assert tiles == ["0", "0", "0", "1"]  # running, waiting, dead letters, unresolved failures
     assert Client().get("/dashboard/live/").status_code == 302  # to the log-in page
 
 

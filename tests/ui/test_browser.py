@@ -50,6 +50,7 @@ def test_a_developer_registers_runs_and_inspects_a_job(team, live_server, browse
     shot(page, "03-job-registered")
 
     page.click("text=Run now")
+    page.wait_for_url("**/runs/*/")
     page.wait_for_selector("text=of browser_job started")
     run = InstanceExec.objects.get(process=job, parent__isnull=True)
     assert page.url == f"{live_server.url}/runs/{run.pk}/"  # the run it started opens

@@ -66,8 +66,9 @@ def test_run_now_of_a_paused_job_asks_first(team, live_server, browser, make_job
     assert question.is_visible()
     shot(page, "paused-run-confirm")
     page.click("text=Run anyway")
+    page.wait_for_url("**/runs/*/")  # the run it started opens
     run = InstanceExec.objects.get(process=job)
-    page.wait_for_url(f"{live_server.url}/runs/{run.pk}/")  # the run it started opens
+    assert page.url == f"{live_server.url}/runs/{run.pk}/"
     assert f"Run {run.pk} of nightly started" in page.content()
     assert schedules.is_paused(job.pk)
     shot(page, "paused-run-started")

@@ -31,9 +31,11 @@ def test_a_developer_retries_a_failed_run_in_one_click(team, live_server, browse
     shot(page, "retry-01-failed-run")
 
     flag.touch()  # the fix
+    failed_url = page.url
     retry.click()
+    page.wait_for_url(lambda url: url != failed_url)  # the run it started opens
     started = InstanceExec.objects.filter(process=consumer).latest("id")
-    page.wait_for_url(f"{live_server.url}/runs/{started.pk}/")
+    assert page.url == f"{live_server.url}/runs/{started.pk}/"
     said = page.locator(".flash").inner_text()
     assert f"Run {started.pk}, retrying run {failed.instance_exec_id}, of consumer started" in said
     assert "queued now for the workers of the celery queue" in said

@@ -46,7 +46,7 @@ def test_the_dashboard_refreshes_itself_and_leads_to_the_runs_and_their_trend(
     shot(page, "runs-01-dashboard-refreshed")
 
     page.locator(".tile.bad a").click()
-    page.wait_for_url(f"{live_server.url}/runs/?state=FAILED")
+    page.wait_for_url(f"{live_server.url}/runs/?unresolved=true")
     assert page.locator("tbody tr").count() == 1
 
     page.goto(f"{live_server.url}/runs/?job={job.pk}")
