@@ -1,5 +1,6 @@
 """Fails CI when the services are covered less than they were: line and branch coverage of
-each module below, from both of CI's passes combined (`coverage json`), against its floor.
+each module below, from CI's SQLite pass, which runs every test (`coverage json`), against its
+floor.
 
 The floors are what the modules had when coverage was first measured (docs/testing.md,
 "Coverage"), rounded down to a whole percent; raise one when a module's coverage rises, never

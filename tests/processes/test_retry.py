@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from batches.models import BatchConsumpQueue, BatchState
+from bdre.errors import BdreError, Code
 from processes import orchestrator, schedules
 from processes.models import ExecState, InstanceExec, Trigger
 from tests.helpers.api import api_as
@@ -179,3 +180,26 @@ def test_the_queue_pages_bulk_form_takes_no_retry(team, dead, sent):
     )
     assert answer.status_code == 302 and answer["Location"] == "/queue/"
     assert queue_state() == [(BatchState.DISCARDED, "")] and sent == []
+
+
+def test_a_batch_delivered_before_the_failed_run_is_reprocessed_not_retried(team, dead, sent):
+    job, failed, _ = dead
+    earlier = InstanceExec.objects.filter(process=job, parent__isnull=True).earliest("id")
+    InstanceExec.objects.filter(pk=earlier.pk).update(exec_state_id=ExecState.SUCCESS)
+    with pytest.raises(BdreError) as refused:
+        orchestrator.put_back_failed(failed.pk)
+    assert refused.value.code == Code.QUEUE_STATE_CONFLICT
+    assert f"was delivered by run {earlier.pk} before run {failed.pk} rebuilt it" in str(
+        refused.value
+    )
+    assert queue_state() == [(BatchState.DISCARDED, "")]
+
+
+def test_a_run_that_failed_before_it_had_a_batch_is_retried_as_a_new_run(team, make_job):
+    job = make_job("nothing_yet")
+    failed = job_run(job, state=ExecState.FAILED)
+    InstanceExec.objects.filter(pk=failed.pk).update(target_batch=None)
+    assert orchestrator.put_back_failed(failed.pk) == job.pk  # nothing to put back
+    with pytest.raises(BdreError) as unknown:
+        orchestrator.put_back_failed(failed.pk + 1000)
+    assert unknown.value.code == Code.UNKNOWN_ROW
