@@ -17,6 +17,10 @@ def _utc(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def _tag(value: datetime, title: str, words: str) -> SafeString:
+    return format_html('<time datetime="{}" title="{}">{}</time>', value.isoformat(), title, words)
+
+
 def _words(value: datetime, now: datetime | None) -> str | None:
     """None under a minute, where Django's timesince says "0 minutes"."""
     if ((now or timezone.now()) - value).total_seconds() < 60:
@@ -30,12 +34,7 @@ def ago(value: datetime | None, now: datetime | None = None) -> SafeString | str
     if value is None:
         return ""
     words = _words(value, now)
-    return format_html(
-        '<time datetime="{}" title="{}">{}</time>',
-        value.isoformat(),
-        _utc(value),
-        "just now" if words is None else f"{words} ago",
-    )
+    return _tag(value, _utc(value), "just now" if words is None else f"{words} ago")
 
 
 @register.filter
@@ -44,12 +43,7 @@ def age(value: datetime | None, now: datetime | None = None) -> SafeString | str
     if value is None:
         return ""
     words = _words(value, now)
-    return format_html(
-        '<time datetime="{}" title="since {}">{}</time>',
-        value.isoformat(),
-        _utc(value),
-        "under a minute" if words is None else words,
-    )
+    return _tag(value, f"since {_utc(value)}", "under a minute" if words is None else words)
 
 
 @register.filter
@@ -64,6 +58,4 @@ def until(value: datetime | None, now: datetime | None = None) -> SafeString | s
         words = f"in {int(seconds) or 1} s"
     else:
         words = f"in {timeuntil(value, now)}"
-    return format_html(
-        '<time datetime="{}" title="{}">{}</time>', value.isoformat(), _utc(value), words
-    )
+    return _tag(value, _utc(value), words)
