@@ -28,3 +28,13 @@ if _worker:
     if _redis:
         _db = int(_redis.group(2) or 0) + 1 + int(_worker.removeprefix("gw"))
         os.environ["CELERY_BROKER_URL"] = f"{_redis.group(1)}/{_db % 16}"
+
+# Every JVM a test starts lives minutes at most (a test process's session, a demo's worker, a
+# sync, a notebook, the cluster's daemons): Java's quick compiler only. The optimising one
+# took a third of their CPU (compiling Spark's code paths, generated classes too) and never
+# paid it back in a run this short; on 2 cores shared by the suite's processes that CPU is
+# the suite's time (docs/testing.md, "CI"). What Spark does is the same either way.
+_QUICK_JIT = "-XX:TieredStopAtLevel=1"
+for _name in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
+    if _QUICK_JIT not in os.environ.get(_name, ""):
+        os.environ[_name] = f"{os.environ.get(_name, '')} {_QUICK_JIT}".strip()
