@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Q
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from django.db.models import Count
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -20,7 +21,6 @@ from batches.models import (
     Batch,
     BatchConsumpQueue,
     File,
-    HiveTable,
     TableShare,
 )
 from batches.serializers import (
@@ -31,6 +31,7 @@ from batches.serializers import (
     BulkResultSerializer,
     DiscardInput,
     FileSerializer,
+    PartitionSerializer,
     QueueRowDetailSerializer,
     QueueRowSerializer,
     RegisteredSerializer,
@@ -38,7 +39,7 @@ from batches.serializers import (
     TableSerializer,
     TableShareSerializer,
 )
-from bdre.access import Role, scope, teams
+from bdre.access import Role, can, scope, teams
 from bdre.api import ErrorSerializer, ScopedViewSet, acting_on
 from bdre.errors import Code
 from bdre.ids import ID_REGEX
@@ -254,15 +255,41 @@ class TableViewSet(viewsets.ReadOnlyModelViewSet):
     ordering_fields = ("id", "dbname", "table_name")
 
     def get_queryset(self):
-        user = self.request.user
-        own = scope(user, HiveTable.objects.all()).values("pk")
-        shared = HiveTable.objects.filter(shares__team__in=teams(user)).values("pk")
-        visible = HiveTable.objects.filter(Q(pk__in=own) | Q(pk__in=shared))
-        return visible.order_by("dbname", "table_name", "id")
+        return selectors.tables(self.request.user).order_by("dbname", "table_name", "id")
 
     def get_serializer_context(self) -> dict:
         own = set(teams(self.request.user).values_list("pk", flat=True))
         return {**super().get_serializer_context(), "own_team_ids": own}
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "state",
+                str,
+                enum=["published", "all"],
+                description="published (the default): what readers see, one a batch; all: "
+                "every attempt, written, replaced and discarded ones too",
+            )
+        ],
+        responses=PartitionSerializer(many=True),
+    )
+    @action(detail=True, methods=["get"])
+    def partitions(self, request: Request, pk: str) -> Response:
+        """The table's partitions, one record per attempt (docs/quality.md, "Write, audit,
+        publish"), newest batch first: location, rows, bytes, the expectations checked,
+        the step run that wrote it, when it was published or replaced."""
+        table = self.get_object()
+        wanted = request.query_params.get("state", "published")
+        if wanted not in ("published", "all"):
+            raise ValidationError({"state": "published or all"})
+        if wanted == "all" and not can(request.user, table, Role.VIEWER):
+            raise PermissionDenied(
+                "every attempt of a table is for its team's members; a shared table's "
+                "readers see its published partitions (state=published)"
+            )
+        rows = selectors.table_partitions(table, every_attempt=wanted == "all")
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(PartitionSerializer(page, many=True).data)
 
 
 class TableShareViewSet(ScopedViewSet):

@@ -394,3 +394,66 @@ class CatalogState(models.Model):
 
     def __str__(self) -> str:
         return f"catalog synced at {self.synced_at or 'never'}"
+
+
+class Partition(models.Model):
+    """One attempt's partition of a table for one batch (write, audit, publish:
+    docs/quality.md). A step writes each partition to a folder of its own under the table
+    (``batch_id=<batch>/run-<step run>``), never over one a reader may be reading; the job's
+    successful end publishes every partition its steps wrote for its target batch in one
+    transaction, replacing the published ones. Readers of other jobs, replays and the
+    catalog see only published partitions; the job's own later steps see what its
+    successful steps wrote. The reaper removes the files of failed attempts at once and
+    those of replaced partitions after a grace period, so that a query planned on them can
+    finish (``BDRE_PARTITION_GRACE_SECONDS``)."""
+
+    class State(models.TextChoices):
+        WRITTEN = "written", "written, not published"
+        PUBLISHED = "published"
+        REPLACED = "replaced"
+        DISCARDED = "discarded", "discarded (its attempt failed or was superseded)"
+
+    table = models.ForeignKey(HiveTable, on_delete=models.CASCADE, related_name="partitions")
+    batch = models.ForeignKey(Batch, on_delete=models.PROTECT, related_name="partitions")
+    step_run = models.ForeignKey(
+        "processes.InstanceExec",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="partitions",
+        help_text="The step run (the attempt) that wrote it; none for a partition written "
+        "before attempts had folders of their own (adopted: batches.partitions.adopt).",
+    )
+    location = models.CharField(max_length=1200)
+    rows = models.BigIntegerField(null=True, blank=True)
+    bytes = models.BigIntegerField(null=True, blank=True)
+    checks = models.JSONField(
+        default=list, blank=True, help_text="The expectations checked on it, as on its run."
+    )
+    state = models.CharField(max_length=16, choices=State.choices, default=State.WRITTEN)
+    written_at = models.DateTimeField()
+    published_at = models.DateTimeField(null=True, blank=True)
+    replaced_at = models.DateTimeField(null=True, blank=True)
+    removed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the reaper removed its files."
+    )
+
+    team_lookup = "table__team"
+
+    class Meta:
+        ordering = ["table_id", "-batch_id", "-id"]
+        constraints = [
+            # The database, not only the service, keeps a batch to one published partition.
+            models.UniqueConstraint(
+                fields=["table", "batch"],
+                condition=Q(state="published"),
+                name="partition_one_published",
+            ),
+            models.UniqueConstraint(
+                fields=["table", "batch", "step_run"], name="partition_one_per_attempt"
+            ),
+        ]
+        indexes = [models.Index(fields=["state", "removed_at"], name="partition_reap")]
+
+    def __str__(self) -> str:
+        return f"{self.table} batch {self.batch_id} ({self.state}, run {self.step_run_id})"

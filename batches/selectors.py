@@ -7,12 +7,20 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, OuterRef, QuerySet, Subquery, Sum
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
 from batches import queue
-from batches.models import CLAIMABLE_STATES, ArchiveConsumpQueue, Batch, BatchConsumpQueue, File
-from bdre.access import AnyUser, Role, scope
+from batches.models import (
+    CLAIMABLE_STATES,
+    ArchiveConsumpQueue,
+    Batch,
+    BatchConsumpQueue,
+    File,
+    HiveTable,
+    Partition,
+)
+from bdre.access import AnyUser, Role, scope, teams
 from processes.models import Process
 
 
@@ -95,3 +103,31 @@ def batches(user: AnyUser) -> QuerySet[Batch]:
 
 def batch_files(batch: Batch) -> QuerySet[File]:
     return File.objects.filter(batch=batch).order_by("id")
+
+
+def tables(user: AnyUser) -> QuerySet[HiveTable]:
+    """The registered tables the user may see: his teams' own, and other teams' tables
+    shared with one of them (read-only), as steps resolve names (``batches.tables``)."""
+    own = scope(user, HiveTable.objects.all()).values("pk")
+    shared = HiveTable.objects.filter(shares__team__in=teams(user)).values("pk")
+    return HiveTable.objects.filter(Q(pk__in=own) | Q(pk__in=shared))
+
+
+def table_partitions(table: HiveTable, *, every_attempt: bool = False) -> QuerySet[Partition]:
+    """The table's published partitions, newest batch first (every attempt, written,
+    replaced and discarded ones too, with ``every_attempt``), each with its step's run."""
+    rows = Partition.objects.filter(table=table).select_related("step_run")
+    if not every_attempt:
+        rows = rows.filter(state=Partition.State.PUBLISHED)
+    return rows.order_by("-batch_id", "-id")
+
+
+def batch_partitions(user: AnyUser, batch: Batch) -> QuerySet[Partition]:
+    """The published partitions of ``batch``, of the tables the user may see."""
+    return (
+        Partition.objects.filter(
+            batch=batch, state=Partition.State.PUBLISHED, table__in=tables(user)
+        )
+        .select_related("table", "step_run")
+        .order_by("table__dbname", "table__table_name")
+    )

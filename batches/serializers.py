@@ -10,6 +10,7 @@ from batches.models import (
     BatchConsumpQueue,
     File,
     HiveTable,
+    Partition,
     TableShare,
 )
 from bdre.api import ScopedRelatedField
@@ -181,6 +182,35 @@ class TableSerializer(serializers.ModelSerializer):
 
     def get_catalog_name(self, table: HiveTable) -> str:
         return catalog.catalog_name(table)
+
+
+class PartitionSerializer(serializers.ModelSerializer):
+    job_run = serializers.IntegerField(
+        source="step_run.parent_id",
+        read_only=True,
+        allow_null=True,
+        help_text="The job run whose step wrote it (none for a partition adopted from before "
+        "attempts had folders of their own).",
+    )
+
+    class Meta:
+        model = Partition
+        fields = (
+            "id",
+            "batch",
+            "state",
+            "location",
+            "rows",
+            "bytes",
+            "checks",
+            "step_run",
+            "job_run",
+            "written_at",
+            "published_at",
+            "replaced_at",
+            "removed_at",
+        )
+        read_only_fields = fields
 
 
 class TableShareSerializer(serializers.ModelSerializer):

@@ -17,4 +17,5 @@ urlpatterns = [
     ),
     path("batches/", views.batch_list, name="ui-batches"),
     re_path(rf"^batches/{ID}/$", views.batch_detail, name="ui-batch"),
+    re_path(rf"^tables/{ID}/$", views.table_detail, name="ui-table"),
 ]

@@ -22,6 +22,7 @@ from batches.models import (
 )
 from bdre.access import Role, can, scope
 from bdre.errors import BdreError
+from bdre.sql_parse import struct_fields
 from lineage import graphs
 from processes import scan_gate, tasks
 from processes.models import Process
@@ -194,5 +195,32 @@ def batch_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "files": files,
             "graph": mark_safe(graphs.to_svg(graph)),
             "can_reprocess": can(request.user, batch, Role.DEVELOPER),
+            "written": selectors.batch_partitions(request.user, batch),
+        },
+    )
+
+
+@login_required
+def table_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """A registered table: its columns and types, and its partitions, the published ones
+    (what readers see, one a batch) or every attempt (``?attempts=all``)."""
+    table = get_object_or_404(
+        selectors.tables(request.user).select_related("team", "bus_domain"), pk=pk
+    )
+    # Another team's table, shared: what its readers see, not the owner's attempts and runs.
+    own = can(request.user, table, Role.VIEWER)
+    every_attempt = own and request.GET.get("attempts") == "all"
+    rows = selectors.table_partitions(table, every_attempt=every_attempt)
+    partitions = Paginator(rows, 50).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "batches/table.html",
+        {
+            "table": table,
+            "columns": struct_fields(table.ddl),
+            "partitions": partitions,
+            "every_attempt": every_attempt,
+            "own": own,
+            "published": selectors.table_partitions(table).count(),
         },
     )

@@ -309,6 +309,11 @@ BDRE_DEFAULT_LEASE_SECONDS = env_int("BDRE_DEFAULT_LEASE_SECONDS", 3600)
 BDRE_HEARTBEAT_SECONDS = env_float("BDRE_HEARTBEAT_SECONDS", 10.0)
 # The reaper of expired runs, scheduled in Beat.
 BDRE_REAPER_SECONDS = env_int("BDRE_REAPER_SECONDS", 60)
+# A replaced partition's files (a batch rebuilt and published again) are removed this long
+# after the new one was published, so that a query already planned on them can finish;
+# a failed attempt's files, which no reader ever saw, at the reaper's next pass
+# (docs/quality.md, "Write, audit, publish").
+BDRE_PARTITION_GRACE_SECONDS = env_int("BDRE_PARTITION_GRACE_SECONDS", 3600)
 BDRE_WAREHOUSE = Path(env_str("BDRE_WAREHOUSE", str(VAR_DIR / "warehouse"))).resolve()
 # Where new tables are written: empty for team-<id>/<db>/<table> under BDRE_WAREHOUSE, or an
 # object store's prefix (s3://bucket/prefix) for the same folders there, through Spark's S3A

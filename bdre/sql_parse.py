@@ -74,3 +74,25 @@ def parse(sql: str, dialect: str) -> list[exp.Expr]:
         return [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
     except RecursionError:
         raise StatementTooDeep() from None
+
+
+def struct_fields(ddl: str) -> list[tuple[str, str]]:
+    """The top-level ``(name, type)`` fields of a Spark ``struct<a:int,b:array<string>>``
+    string (a registered table's recorded schema), split on the top-level commas only;
+    names without their backquotes, a nested type kept whole. Not a struct: none."""
+    body = ddl.strip()
+    if not (body.startswith("struct<") and body.endswith(">")):
+        return []
+    body = body[len("struct<") : -1]
+    fields, depth, start = [], 0, 0
+    for i, char in enumerate(body + ","):
+        if char in "<(":
+            depth += 1
+        elif char in ">)":
+            depth -= 1
+        elif char == "," and depth == 0:
+            name, _, kind = body[start:i].partition(":")
+            if name.strip():
+                fields.append((name.strip().strip("`"), kind.strip()))
+            start = i + 1
+    return fields

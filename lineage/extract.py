@@ -28,7 +28,7 @@ from sqlglot.optimizer.scope import Scope, build_scope, traverse_scope
 from sqlglot.schema import ensure_schema
 
 from bdre import sql_parse
-from bdre.sql_parse import StatementTooDeep
+from bdre.sql_parse import StatementTooDeep, struct_fields
 from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind, QueryKind
 
 if TYPE_CHECKING:
@@ -457,23 +457,8 @@ def record_query(
 
 def struct_columns(ddl: str) -> dict[str, str]:
     """Columns of a Spark ``struct<a:int,b:array<string>>`` string (a registered table's DDL),
-    split on the top-level commas only."""
-    body = ddl.strip()
-    if not (body.startswith("struct<") and body.endswith(">")):
-        return {}
-    body = body[len("struct<") : -1]
-    columns, depth, start = {}, 0, 0
-    for i, char in enumerate(body + ","):
-        if char in "<(":
-            depth += 1
-        elif char in ">)":
-            depth -= 1
-        elif char == "," and depth == 0:
-            name, _, kind = body[start:i].partition(":")
-            if name.strip():
-                columns[name.strip().strip("`").lower()] = kind.strip() or "string"
-            start = i + 1
-    return columns
+    by lower-case name."""
+    return {name.lower(): kind or "string" for name, kind in struct_fields(ddl)}
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import mark_safe
 
 from batches import catalog, tables
+from batches.models import HiveTable
 from bdre import charts
 from lineage import graphs, quality, visibility
 
@@ -45,6 +46,7 @@ def node(request: HttpRequest, pk: int) -> HttpResponse:
     for item in graph.nodes.values():
         if item.ref:
             item.url = f"/lineage/nodes/{item.ref}/?level={level}"
+    registered = _registered(table.team_id, table.qualified_name)
     writers = (
         visibility.queries(user)
         .filter(relations__in=relations.filter(target_node=table))
@@ -57,7 +59,10 @@ def node(request: HttpRequest, pk: int) -> HttpResponse:
         request,
         "lineage/node.html",
         {
-            "catalog_name": _catalog_name(table.team_id, table.qualified_name),
+            # Where a user's own SparkSession finds it (docs/operations.md, "The catalog"),
+            # and its page (columns, partitions).
+            "catalog_name": catalog.catalog_name(registered) if registered else "",
+            "registered": registered,
             "node": found,
             "table": table,
             "level": level,
@@ -80,16 +85,14 @@ def _chart(history: quality.RuleHistory) -> str:
     )
 
 
-def _catalog_name(team_id: int | None, qualified_name: str) -> str:
-    """Where a user's own SparkSession finds the table: its name in the published catalog
-    (docs/operations.md, "The catalog"), if it is a registered table of its team."""
+def _registered(team_id: int | None, qualified_name: str) -> HiveTable | None:
+    """The registered table of its team a lineage node stands for, if any."""
     if team_id is None:
-        return ""
+        return None
     database, table = tables.split_name(qualified_name)
-    registered = (
+    return (
         tables.own_tables(team_id)
         .filter(dbname__iexact=database, table_name__iexact=table)
         .order_by("pk")
         .first()
     )
-    return catalog.catalog_name(registered) if registered else ""

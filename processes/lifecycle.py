@@ -24,7 +24,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from batches import events as queue_events
-from batches import markings
+from batches import markings, partitions
 from batches import queue as batch_queue
 from batches.models import Batch, BatchConsumpQueue
 from bdre.errors import BdreError, Code
@@ -382,6 +382,10 @@ def halt_job(
         raise BdreError(Code.SUB_PROCESS_FAILED, ", ".join(failed))
 
     now = timezone.now()
+    if run.target_batch_id is not None:
+        # Write, audit, publish: what the steps wrote for the batch becomes what readers
+        # see, with the rest of the run's end or not at all.
+        partitions.publish(run.target_batch_id, job_run_id=run.pk, now=now)
     batch_queue.mark_processed(run.target_batch_id, now=now)
     if not batch_marking:
         batch_marking = _marking_of(run)

@@ -25,6 +25,7 @@ from celery.signals import beat_init
 from django.conf import settings
 from django.db import transaction
 
+from batches import partitions
 from batches import queue as batch_queue
 from bdre.errors import BdreError, Code
 from processes import lifecycle, orchestrator, replay, scan_gate, schedules
@@ -214,6 +215,10 @@ def reap_expired_runs() -> list[int]:
     # downstream that waited for them run.
     for job_id in orchestrator.close_due_days():
         enqueue_run(job_id)
+    # The files of failed attempts and of partitions replaced longer ago than the grace.
+    removed = partitions.remove_unused()
+    if removed:
+        log.info("removed the files of unused partitions %s", removed)
     return reaped
 
 

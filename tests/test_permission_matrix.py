@@ -857,6 +857,7 @@ API_TABLE = [
     # tables and their shares
     _list("table-list", "/tables/", HiveTable, lambda w: w.table.pk),
     _api("table-detail", "GET", lambda w: f"/tables/{w.table.pk}/", Need.VIEWER),
+    _api("table-partitions", "GET", lambda w: f"/tables/{w.table.pk}/partitions/", Need.VIEWER),
     _list("table-share-list", "/table-shares/", TableShare, lambda w: w.share.pk),
     _api(
         "table-share-list",
@@ -1615,6 +1616,7 @@ PAGE_TABLE = [
         listed=lambda w: f"/batches/{w.batch.pk}/",
     ),
     _page("ui-batch", "GET", lambda w: f"/batches/{w.batch.pk}/", Need.VIEWER),
+    _page("ui-table", "GET", lambda w: f"/tables/{w.table.pk}/", Need.VIEWER),
     _page(
         "ui-lineage",
         "GET",

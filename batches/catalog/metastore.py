@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
@@ -21,6 +22,7 @@ from bdre import s3a_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from pyspark.sql.types import DataType, StructType
 
 
 log = logging.getLogger(__name__)
@@ -107,6 +109,72 @@ def sql_string(value: str) -> str:
     (``spark.sql.parser.escapedStringLiterals`` is off), so both the backslash and the
     quote are escaped."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def type_ddl(data_type: DataType) -> str:
+    """A Spark type as DDL, every field name backquoted (``simpleString`` leaves them bare,
+    which a name with a dot or a space breaks)."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(data_type, StructType):
+        fields = ",".join(f"{quote(f.name)}:{type_ddl(f.dataType)}" for f in data_type.fields)
+        return f"struct<{fields}>"
+    if isinstance(data_type, ArrayType):
+        return f"array<{type_ddl(data_type.elementType)}>"
+    if isinstance(data_type, MapType):
+        return f"map<{type_ddl(data_type.keyType)},{type_ddl(data_type.valueType)}>"
+    return data_type.simpleString()
+
+
+def create_partitioned(
+    spark: SparkSession,
+    name: str,
+    schema: StructType,
+    *,
+    column: str,
+    location: str,
+    properties: dict[str, str] | None = None,
+) -> None:
+    """An external Parquet table partitioned by ``column`` whose partitions are only those
+    added by name and location (:func:`put_partitions`), never what its folder holds: a
+    batch's folder holds attempts that are not published."""
+    columns = ", ".join(f"{quote(f.name)} {type_ddl(f.dataType)}" for f in schema.fields)
+    props = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in (properties or {}).items())
+    spark.sql(
+        f"CREATE TABLE {qualified(name)} ({columns}) USING parquet "
+        f"PARTITIONED BY ({quote(column)}) LOCATION {sql_string(location)}"
+        + (f" TBLPROPERTIES ({props})" if props else "")
+    )
+
+
+def put_partitions(
+    spark: SparkSession,
+    name: str,
+    column: str,
+    wanted: dict[int, str],
+    present: Iterable[int] = (),
+) -> None:
+    """The table's partitions made exactly ``wanted`` (batch -> location): a partition
+    already there is pointed at its location in one metastore call (a reader planning a
+    query sees the old location or the new one), the others added, those not wanted
+    dropped (an external table: no file is touched)."""
+    present = set(present)
+    for batch in sorted(present - set(wanted)):
+        spark.sql(
+            f"ALTER TABLE {qualified(name)} DROP IF EXISTS PARTITION ({quote(column)}={batch})"
+        )
+    for batch in sorted(present & set(wanted)):
+        spark.sql(
+            f"ALTER TABLE {qualified(name)} PARTITION ({quote(column)}={batch}) "
+            f"SET LOCATION {sql_string(wanted[batch])}"
+        )
+    new = sorted(set(wanted) - present)
+    for chunk in range(0, len(new), 100):
+        added = " ".join(
+            f"PARTITION ({quote(column)}={batch}) LOCATION {sql_string(wanted[batch])}"
+            for batch in new[chunk : chunk + 100]
+        )
+        spark.sql(f"ALTER TABLE {qualified(name)} ADD IF NOT EXISTS {added}")
 
 
 # --- the metastore's configuration ---------------------------------------------------------

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from batches import partitions
 from batches.locations import spark_path
 from batches.models import HiveTable
 
@@ -20,6 +21,8 @@ from batches.catalog.metastore import (
     PROPERTY_LOCATION,
     PROPERTY_TABLE_ID,
     catalog_name,
+    create_partitioned,
+    put_partitions,
     qualified,
     quote,
     sql_string,
@@ -154,6 +157,9 @@ def _sync_table(
     existing: tuple[str, dict[str, str]] | None,
     summary: SyncSummary,
 ) -> None:
+    if table.batch_id_partition_col and partitions.tracked(table):
+        _sync_published(spark, name, table, existing, summary)
+        return
     location = spark_path(table.location)
     schema = _files_schema(spark, location)
     if schema is None and existing is None:
@@ -161,13 +167,7 @@ def _sync_table(
         return
     before: list[str] = []
     if existing is not None:
-        _, properties = existing
-        same = properties.get(PROPERTY_TABLE_ID) == str(table.pk) and (
-            properties.get(PROPERTY_LOCATION) == table.location
-        )
-        if same and schema is not None:
-            same = spark.table(qualified(name)).schema.simpleString() == schema
-        if same:
+        if _same(spark, name, table, existing, schema):
             before = _partitions(spark, name)
         elif schema is None:
             # Moved or reused id, and nothing at the new location to read a schema from.
@@ -204,6 +204,88 @@ def _sync_table(
         summary.added[name] = added
     if removed:
         summary.removed[name] = removed
+
+
+def _sync_published(
+    spark: SparkSession,
+    name: str,
+    table: HiveTable,
+    existing: tuple[str, dict[str, str]] | None,
+    summary: SyncSummary,
+) -> None:
+    """A table BDRE writes by attempts (``batches.partitions``): its catalog partitions are
+    its published ones, each at its attempt's folder. A partition published again is
+    pointed at its new folder in place, so that a notebook's query sees the old batch or the
+    new one, never none."""
+    column = table.batch_id_partition_col
+    wanted = {p.batch_id: spark_path(p.location) for p in partitions.published(table)}
+    if not wanted and existing is None:
+        summary.skipped[name] = "no published partition yet"
+        return
+    schema = None
+    if wanted:
+        from pyspark.errors import AnalysisException
+
+        try:
+            schema = partitions.read(spark, table.location, sorted(wanted.values())).schema
+        except AnalysisException as exc:
+            # One table's missing files are that table's problem, said, not the sync's.
+            summary.skipped[name] = f"its published partitions cannot be read: {exc.getMessage()}"
+            return
+    before: list[str] = []
+    if existing is not None:
+        if _same(spark, name, table, existing, schema.simpleString() if schema else None):
+            before = _partitions(spark, name)
+        else:
+            spark.sql(f"DROP TABLE IF EXISTS {qualified(name)}")
+            if schema is None:
+                summary.dropped.append(name)
+                summary.skipped[name] = "no published partition yet"
+                return
+            summary.replaced.append(name)
+            existing = None
+    if existing is None:
+        assert schema is not None
+        create_partitioned(
+            spark,
+            name,
+            schema,
+            column=column,
+            location=spark_path(table.location),
+            properties={PROPERTY_TABLE_ID: str(table.pk), PROPERTY_LOCATION: table.location},
+        )
+        if name not in summary.replaced:
+            summary.created.append(name)
+    else:
+        summary.unchanged.append(name)
+    present = [int(p.rpartition("=")[2]) for p in before]
+    put_partitions(spark, name, column, wanted, present)
+    after = _partitions(spark, name)
+    summary.partitions[name] = after
+    added = [p for p in after if p not in before]
+    removed = [p for p in before if p not in after]
+    if added:
+        summary.added[name] = added
+    if removed:
+        summary.removed[name] = removed
+
+
+def _same(
+    spark: SparkSession,
+    name: str,
+    table: HiveTable,
+    existing: tuple[str, dict[str, str]],
+    schema: str | None,
+) -> bool:
+    """Whether the catalog's entry is the table's: its id, its location, its columns (when
+    there are files to read them from)."""
+    _, properties = existing
+    same = properties.get(PROPERTY_TABLE_ID) == str(table.pk) and (
+        properties.get(PROPERTY_LOCATION) == table.location
+    )
+    if same and schema is not None:
+        same = spark.table(qualified(name)).schema.simpleString() == schema
+    return same
 
 
 def _is_partitioned(spark: SparkSession, name: str) -> bool:

@@ -10,7 +10,7 @@ from functools import partial
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from batches import tables
+from batches import partitions, tables
 from batches.locations import LocationRefused, TeamStorage, spark_path
 from batches.models import HiveTable
 from lineage.steps import folder_of, table_name
@@ -100,9 +100,10 @@ def write_batch(
     comments: str = "",
     checked: bool = True,
 ) -> HiveTable:
-    """Write ``df`` as the target batch's partition of a Parquet table and register it: the
-    partition's folder is overwritten, so a re-run replaces its own partition and leaves
-    the others.
+    """Write ``df`` as the target batch's partition of a Parquet table and register it.
+    The partition is written to the attempt's own folder (``batch_id=<batch>/run-<step
+    run>``, batches.partitions): what readers see is never written over; the job's end
+    publishes it in place of the batch's last one, and leaves the other batches.
 
     A step writes a table's partition once: a second write would replace the first (two
     versions of one schema once lost their first version's rows that way), so it fails.
@@ -124,13 +125,12 @@ def write_batch(
     # Decided before a byte is written: a step never writes another team's table or folder.
     destination = tables.writable_table(team_of(context), database, table)
     location = destination.location
-    partition = f"{location}/{BATCH_COLUMN}={context.target_batch_id}"
     df = df.drop(BATCH_COLUMN)
     if checked:
         df = _expected(df, context, database, table, location)
-    df.write.mode("overwrite").parquet(partition)
-    context.record_output(written)
-    return tables.register_written(
+    # The attempt's own folder (its step run's): what readers see now is not touched until
+    # the job publishes this one in its place (batches.partitions).
+    registered_table = tables.register_written(
         destination,
         bus_domain_id=context.step.bus_domain_id,
         defaults={
@@ -140,6 +140,37 @@ def write_batch(
             "comments": comments or f"written by {context.step.name}",
         },
     )
+    if not partitions.supported(location):
+        # A store BDRE cannot list or delete in (HDFS, GCS, ADLS): written in place, as
+        # before attempts had folders of their own (docs/quality.md, "Not yet").
+        df.write.mode("overwrite").parquet(
+            spark_path(f"{location.rstrip('/')}/{BATCH_COLUMN}={context.target_batch_id}")
+        )
+        context.record_output(written)
+        return registered_table
+    attempt = partitions.attempt_location(
+        registered_table, context.target_batch_id, context.step_run_id
+    )
+    record = partial(
+        partitions.record_written,
+        registered_table,
+        batch_id=context.target_batch_id,
+        step_run_id=context.step_run_id,
+        location=attempt,
+    )
+    # Recorded before a byte is written: an attempt that dies in the middle of its write
+    # leaves a record by which the reaper finds its files.
+    record(rows=None, size=None)
+    df.write.mode("overwrite").parquet(spark_path(attempt))
+    context.record_output(written)
+    record(
+        rows=df.sparkSession.read.parquet(spark_path(attempt)).count(),
+        size=partitions.size_of(attempt),
+        checks=[
+            c for c in context.checks if (c.get("database"), c.get("table")) == (database, table)
+        ],
+    )
+    return registered_table
 
 
 def _expected(
@@ -219,12 +250,25 @@ def _other_batches(df: DataFrame, context: StepContext, location: str) -> DataFr
     None when it has none yet."""
     from pyspark.errors import AnalysisException
 
+    table = tables.own_tables(team_of(context)).filter(location=location).first()
+    if table is None:
+        return None
+    if not partitions.tracked(table):
+        try:
+            written = df.sparkSession.read.parquet(spark_path(location))
+            written.schema  # noqa: B018 - reading the schema is what fails with no file
+        except AnalysisException:
+            return None
+        return written.filter(F.col(BATCH_COLUMN) != context.target_batch_id)
+    others = [
+        p.location for p in partitions.published(table) if p.batch_id != context.target_batch_id
+    ]
+    if not others:
+        return None
     try:
-        written = df.sparkSession.read.parquet(spark_path(location))
-        written.schema  # noqa: B018 - reading the schema is what fails on a table with no file
+        return read_partitions(df.sparkSession, location, others)
     except AnalysisException:
         return None
-    return written.filter(F.col(BATCH_COLUMN) != context.target_batch_id)
 
 
 def days_written(
@@ -232,9 +276,16 @@ def days_written(
 ) -> list[str]:
     """The days (``YYYY-MM-DD``, Spark's session time zone, as a query's ``to_date`` sees
     them) of ``column`` in the partition the step just wrote to ``table``: one column read."""
-    partition = f"{table.location}/{BATCH_COLUMN}={context.target_batch_id}"
+    written = partitions.written_by(table, context.target_batch_id, context.step_run_id)
+    if written is None:
+        return []
     day = F.to_date(F.col(column))
-    rows = spark.read.parquet(partition).select(day.alias("day")).distinct().collect()
+    rows = (
+        read_partitions(spark, table.location, [written.location])
+        .select(day.alias("day"))
+        .distinct()
+        .collect()
+    )
     return sorted(row.day.isoformat() for row in rows if row.day is not None)
 
 
@@ -261,9 +312,33 @@ def input_batches(context: StepContext) -> list[int]:
 def read_table(
     context: StepContext, spark: SparkSession, name: str, batch_ids: list[int] | None = None
 ) -> DataFrame:
+    """The partitions of the table ``name`` the step sees (``batches.partitions.visible``:
+    published ones, and what its job's earlier steps wrote for its target batch), of
+    ``batch_ids`` or all."""
     table = registered(context, name)
     context.record_input(table_name(name))
-    df = spark.read.parquet(table.location)
-    if batch_ids is not None and table.batch_id_partition_col:
-        df = df.filter(F.col(table.batch_id_partition_col).isin(batch_ids))
-    return df
+    if not table.batch_id_partition_col or not partitions.tracked(table):
+        df = spark.read.parquet(spark_path(table.location))
+        if batch_ids is not None and table.batch_id_partition_col:
+            df = df.filter(F.col(table.batch_id_partition_col).isin(batch_ids))
+        return df
+    seen = partitions.visible(
+        table, batch_ids, own_batch=context.target_batch_id, own_run=context.job_run_id
+    )
+    return read_partitions(
+        spark, table.location, [p.location for p in seen], schema_of=table.ddl or None
+    )
+
+
+def read_partitions(
+    spark: SparkSession, location: str, paths: list[str], *, schema_of: str | None = None
+) -> DataFrame:
+    """The partitions at ``paths`` of the table at ``location``, with its ``batch_id``
+    column (read from their folders' names, the table's folder as the base). No partition:
+    no rows, with the table's columns when ``schema_of`` (its DDL) gives them."""
+    if not paths:
+        if schema_of is None:
+            raise LookupError(f"{location} has no partition to read")
+        empty = spark.createDataFrame([], schema_of)
+        return empty.withColumn(BATCH_COLUMN, F.lit(None).cast("int"))
+    return partitions.read(spark, location, paths)

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from batches import tables
+from batches import partitions, tables
+from batches.catalog import metastore
+from batches.locations import spark_path
 from bdre.sql_parse import StatementTooDeep
 from lineage.extract import record_query
 from lineage.models import LineageQuery, QueryKind
@@ -44,14 +46,24 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def register_tables(spark: SparkSession, team_id: int) -> list[str]:
+def register_tables(
+    spark: SparkSession,
+    team_id: int,
+    *,
+    own_batch: int | None = None,
+    own_run: int | None = None,
+) -> list[str]:
     """Make the tables the team may read (``batches.tables.readable_tables``: its own and
     those shared with it) readable by name in this session, and only those.
 
     The worker's session outlives the step: the tables an earlier step of another team
     registered are still in its catalog, so every table the team may not read is dropped
     first (the catalog is in memory: dropping a table never touches its files). A worker
-    runs one Spark step at a time (the ``spark`` queue's concurrency is 1)."""
+    runs one Spark step at a time (the ``spark`` queue's concurrency is 1).
+
+    A table's partitions are those the step sees (``batches.partitions.visible``: the
+    published ones, and what the step's job wrote for ``own_batch`` before publishing it),
+    each at its own location: never the unpublished attempts beside them in the folder."""
     readable = tables.readable_tables(team_id)
     wanted = {(t.dbname.lower(), t.table_name.lower()) for t in readable}
     for database in spark.catalog.listDatabases():
@@ -64,14 +76,41 @@ def register_tables(spark: SparkSession, team_id: int) -> list[str]:
     names = []
     for table in readable:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS `{table.dbname}`")
-        spark.sql(f"DROP TABLE IF EXISTS `{table.dbname}`.`{table.table_name}`")
-        spark.catalog.createTable(
-            f"{table.dbname}.{table.table_name}", path=table.location, source="parquet"
-        )
-        if table.batch_id_partition_col:
-            spark.sql(f"ALTER TABLE `{table.dbname}`.`{table.table_name}` RECOVER PARTITIONS")
-        names.append(f"{table.dbname}.{table.table_name}")
+        name = f"{table.dbname}.{table.table_name}"
+        spark.sql(f"DROP TABLE IF EXISTS {metastore.qualified(name)}")
+        if table.batch_id_partition_col and partitions.tracked(table):
+            _register_partitions(spark, name, table, own_batch, own_run)
+        else:
+            spark.catalog.createTable(name, path=table.location, source="parquet")
+            if table.batch_id_partition_col:
+                spark.sql(f"ALTER TABLE {metastore.qualified(name)} RECOVER PARTITIONS")
+        names.append(name)
     return names
+
+
+def _register_partitions(
+    spark: SparkSession,
+    name: str,
+    table: tables.HiveTable,
+    own_batch: int | None,
+    own_run: int | None,
+) -> None:
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    seen = partitions.visible(table, own_batch=own_batch, own_run=own_run)
+    column = table.batch_id_partition_col
+    if seen:
+        schema = partitions.read(spark, table.location, [p.location for p in seen]).schema
+    else:
+        # Nothing published yet: the table's columns, as its last write recorded them.
+        schema = spark.createDataFrame([], table.ddl).schema
+        schema = StructType([*schema.fields, StructField(column, IntegerType())])
+    metastore.create_partitioned(
+        spark, name, schema, column=column, location=spark_path(table.location)
+    )
+    metastore.put_partitions(
+        spark, name, column, {p.batch_id: spark_path(p.location) for p in seen}
+    )
 
 
 def not_readable(exc: Exception, team_id: int) -> tables.TableNotReadable | None:
@@ -168,7 +207,9 @@ def spark_sql(context: StepContext) -> Counters:
     team_id = team_of(context)
     # Before the query runs: a name shared read-only, or another team's folder, is refused.
     tables.writable_table(team_id, database or "default", table)
-    readable = register_tables(spark, team_id)
+    readable = register_tables(
+        spark, team_id, own_batch=context.target_batch_id, own_run=context.job_run_id
+    )
     context.record_input(*trace_lineage(spark, query, readable, f"{database or 'default'}.{table}"))
     try:
         result = spark.sql(statement).cache()

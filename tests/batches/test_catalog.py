@@ -23,6 +23,7 @@ from batches.catalog import sync as catalog_sync
 from batches.catalog import trigger
 from batches.models import CatalogState, HiveTable
 from tests.helpers.factories import (
+    BatchFactory,
     BusDomainFactory,
     HiveTableFactory,
     InstanceExecFactory,
@@ -229,6 +230,29 @@ def write_partition(location: Path, batch_id: int, rows: list[tuple[int, str]]) 
     pq.write_table(table, folder / "part-00000.parquet")
 
 
+def publish_partition(table: HiveTable, rows: list[tuple[int, str]], batch_id: int = 0) -> int:
+    """A batch's partition as a job publishes it (batches.partitions): written to the
+    folder of its attempt, recorded, published in place of the batch's last one (a new
+    batch unless ``batch_id``); the batch's id."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from batches import partitions
+
+    batch_id = batch_id or BatchFactory(bus_domain=table.bus_domain).pk
+    attempt = InstanceExecFactory().pk
+    location = partitions.attempt_location(table, batch_id, attempt)
+    Path(location).mkdir(parents=True)
+    ids, items = zip(*rows, strict=True) if rows else ((), ())
+    data = pa.table({"id": pa.array(ids, pa.int64()), "item": pa.array(items, pa.string())})
+    pq.write_table(data, Path(location) / "part-00000.parquet")
+    partitions.record_written(
+        table, batch_id=batch_id, step_run_id=attempt, location=location, rows=len(rows), size=1
+    )
+    partitions.publish(batch_id)
+    return batch_id
+
+
 def manage_env(var_dir: Path, **extra: str) -> dict[str, str]:
     from tests.helpers.workers import database_url
 
@@ -294,7 +318,9 @@ def notebook(snippet: str, cwd: Path, env: dict[str, str] | None = None) -> dict
 @pytest.fixture
 def lake(tmp_path):
     """Two teams each with ``sales.orders`` (the second's folder has a quote in its path),
-    one more table of each team, and one registered table with no files yet."""
+    one more table of each team, and one registered table with no files yet. The first
+    team's orders are written by attempts and published (batches.partitions); the others
+    are tables written outside BDRE, read as their folders are."""
     var = tmp_path / "catalog-var"
     warehouse = var / "warehouse"
     first, second = BusDomainFactory(name="shop"), BusDomainFactory(name="outlet")
@@ -305,8 +331,6 @@ def lake(tmp_path):
         "d": warehouse / f"team-{first.team_id}" / "sales" / "empty",
         "e": warehouse / f"team-{second.team_id}" / "sales" / "returns",
     }
-    write_partition(locations["a"], 1, [(1, "apple"), (2, "pear")])
-    write_partition(locations["a"], 2, [(3, "plum")])
     write_partition(locations["b"], 3, [(10, "fig")])
     write_partition(locations["c"], 1, [(7, "kiwi")])
     write_partition(locations["e"], 1, [(8, "lemon")])
@@ -320,13 +344,17 @@ def lake(tmp_path):
     for key, table in tables.items():
         table.location = str(locations[key])
         table.save()
-    return var, tables, locations
+    published = [
+        publish_partition(tables["a"], [(1, "apple"), (2, "pear")]),
+        publish_partition(tables["a"], [(3, "plum")]),
+    ]
+    return var, tables, locations, published
 
 
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_notebook_session_lists_and_queries_the_tables_sync_catalog_published(lake, tmp_path):
-    var, tables, locations = lake
+    var, tables, locations, (one, two) = lake
     names = {key: catalog.catalog_name(t) for key, t in tables.items()}
     env = manage_env(var)
     times = {}
@@ -334,17 +362,19 @@ def test_a_notebook_session_lists_and_queries_the_tables_sync_catalog_published(
     start = time.monotonic()
     out = sync_catalog(env)
     times["first sync"] = time.monotonic() - start
-    assert f"{names['a']}: created, 2 partitions (+batch_id=1, +batch_id=2)" in out
+    assert f"{names['a']}: created, 2 partitions (+batch_id={one}, +batch_id={two})" in out
     assert f"{names['b']}: created, 1 partition (+batch_id=3)" in out
     assert f"{names['d']}: skipped, no Parquet files at {locations['d']} yet" in out
     assert "4 created, 0 replaced, 0 unchanged, 0 dropped, 1 skipped" in out
     assert CatalogState.objects.get().summary  # recorded for the periodic task
 
-    # A re-run of batch 2 replaces its files, batch 1's folder goes (discarded), a batch is
-    # added to team b's table, table c is no table of BDRE's any more and table e moved.
-    write_partition(locations["a"], 2, [(4, "quince"), (5, "lime")])
-    shutil.rmtree(locations["a"] / "batch_id=1")
+    # Batch `two` rebuilt and published again (its partition now at the new attempt's
+    # folder, the old one's files still there for the grace period); a batch added to team
+    # b's table and its batch 3's folder removed by hand; table c is no table of BDRE's any
+    # more and table e moved.
+    publish_partition(tables["a"], [(4, "quince"), (5, "lime")], batch_id=two)
     write_partition(locations["b"], 4, [(11, "date")])
+    shutil.rmtree(locations["b"] / "batch_id=3")
     tables["c"].delete()
     moved = locations["e"].parent / "returns_v2"
     write_partition(moved, 5, [(9, "melon")])
@@ -354,8 +384,8 @@ def test_a_notebook_session_lists_and_queries_the_tables_sync_catalog_published(
     start = time.monotonic()
     out = sync_catalog(env)
     times["second sync"] = time.monotonic() - start
-    assert f"{names['a']}: unchanged, 1 partition (-batch_id=1)" in out
-    assert f"{names['b']}: unchanged, 2 partitions (+batch_id=4)" in out
+    assert f"{names['a']}: unchanged, 2 partitions\n" in out
+    assert f"{names['b']}: unchanged, 1 partition (+batch_id=4, -batch_id=3)" in out
     assert f"{names['c']}: dropped (no table in BDRE any more; files untouched)" in out
     assert f"{names['e']}: replaced, 1 partition (+batch_id=5)" in out
     assert "0 created, 1 replaced, 2 unchanged, 1 dropped, 1 skipped" in out
@@ -363,8 +393,8 @@ def test_a_notebook_session_lists_and_queries_the_tables_sync_catalog_published(
     start = time.monotonic()
     again = sync_catalog(env)  # idempotent: nothing to do the second time
     times["third sync"] = time.monotonic() - start
-    assert f"{names['a']}: unchanged, 1 partition\n" in again
-    assert f"{names['b']}: unchanged, 2 partitions\n" in again
+    assert f"{names['a']}: unchanged, 2 partitions\n" in again
+    assert f"{names['b']}: unchanged, 1 partition\n" in again
     assert "0 created, 0 replaced, 3 unchanged, 0 dropped, 1 skipped" in again
 
     # One notebook, after both syncs: a table the first created (b), one whose partitions
@@ -380,10 +410,10 @@ def test_a_notebook_session_lists_and_queries_the_tables_sync_catalog_published(
     assert {first_db, second_db} <= set(found["databases"])
     assert found[names["a"]] == {
         "type": "EXTERNAL",
-        "partitions": ["batch_id=2"],
-        "rows": [[2, 4, "quince"], [2, 5, "lime"]],
+        "partitions": [f"batch_id={one}", f"batch_id={two}"],
+        "rows": [[one, 1, "apple"], [one, 2, "pear"], [two, 4, "quince"], [two, 5, "lime"]],
     }
-    assert found[names["b"]]["rows"] == [[3, 10, "fig"], [4, 11, "date"]]
+    assert found[names["b"]]["rows"] == [[4, 11, "date"]]
     assert found[names["e"]]["rows"] == [[5, 9, "melon"]]
     assert names["c"] not in found and names["d"] not in found
     assert not (cwd / "derby.log").exists()
@@ -440,7 +470,7 @@ def test_a_postgresql_metastore_in_its_own_schema_and_a_second_one_refused_in_it
     lake, tmp_path, metastore_database
 ):
     # One metastore for both: Hive creating its tables on PostgreSQL takes a JVM minutes.
-    var, tables, _ = lake
+    var, tables, _, (one, two) = lake
     first = manage_env(var, BDRE_METASTORE_URL=metastore_database, BDRE_METASTORE_SCHEMA="prod")
     assert "4 created" in sync_catalog(first)
     before = schema_tables(metastore_database)
@@ -468,8 +498,8 @@ def test_a_postgresql_metastore_in_its_own_schema_and_a_second_one_refused_in_it
     assert "currentSchema=prod" in snippet
     found = notebook(snippet, tmp_path)
     assert found[catalog.catalog_name(tables["a"])]["partitions"] == [
-        "batch_id=1",
-        "batch_id=2",
+        f"batch_id={one}",
+        f"batch_id={two}",
     ]
 
 

@@ -35,13 +35,26 @@ class DemoRun:
     def counts(self) -> dict[str, int]:
         return {k: int(v) for k, v in re.findall(r"^\s+([a-z ,]+):\s+(\d+)$", self.out, re.M)}
 
+    def published_files(self, folder: Path) -> list[str]:
+        """The Parquet files of the partitions published of the table at ``folder``, as
+        the demo's registry says (batches.partitions): what a reader of the table sees."""
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(self.var_dir / "bdre.sqlite3")) as db:
+            rows = db.execute(
+                "SELECT p.location FROM batches_partition p JOIN batches_hivetable t "
+                "ON t.id = p.table_id WHERE p.state = 'published' AND t.location = ?",
+                (str(folder),),
+            ).fetchall()
+        return sorted(str(f) for (location,) in rows for f in Path(location).glob("*.parquet"))
+
     def table(self, name: str, columns: list[str]) -> list[tuple[object, ...]]:
         """The rows of the demo's table ``db.table``, of the ``columns`` named."""
         import pyarrow.dataset as ds
 
         database, table = name.split(".")
         (folder,) = (self.var_dir / "warehouse").glob(f"team-*/{database}/{table}")
-        rows = ds.dataset(folder, format="parquet", partitioning="hive").to_table(columns)
+        rows = ds.dataset(self.published_files(folder), format="parquet").to_table(columns)
         return [tuple(row[c] for c in columns) for row in rows.to_pylist()]
 
     def tables(self) -> dict[str, list[tuple[object, ...]]]:
@@ -60,11 +73,13 @@ class DemoRun:
             if folder.is_dir() and any(folder.glob("batch_id=*"))
         ]
         # The export's folder holds CSV files (exports/daily_page_views), the tables Parquet.
+        # The export's folder holds CSV files (exports/daily_page_views), the tables Parquet,
+        # of which a reader sees the published partitions.
         data = {
-            f"{folder.parent.name}.{folder.name}": ds.dataset(
-                folder,
-                format="csv" if folder.parent.name == "exports" else "parquet",
-                partitioning="hive",
+            f"{folder.parent.name}.{folder.name}": (
+                ds.dataset(folder, format="csv", partitioning="hive")
+                if folder.parent.name == "exports"
+                else ds.dataset(self.published_files(folder), format="parquet")
             ).to_table()
             for folder in folders
         }

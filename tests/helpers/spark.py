@@ -20,3 +20,23 @@ one_jvm_only = pytest.mark.skipif(
 # Why the suite's session has no S3A connector, if it has none (the s3a tests skip with it);
 # filled when the session's `spark` fixture starts it (tests/conftest.py).
 S3A_MISSING: list[str] = []
+
+
+def published(spark, table):
+    """What a reader of ``table`` (a HiveTable, or its location) sees: its published
+    partitions (batches.partitions), with their ``batch_id``; no rows, with the table's
+    columns, before the first. A table BDRE never wrote by attempts is read as its folder is."""
+    from batches import partitions
+    from batches.models import HiveTable
+    from processes.step_kinds.spark_io import read_partitions
+
+    # Several teams' tables may name one folder (tests/processes/step_kinds/
+    # test_table_ownership.py): a location stands for all of them.
+    found = (
+        [table] if isinstance(table, HiveTable) else list(HiveTable.objects.filter(location=table))
+    )
+    location = found[0].location
+    if not any(partitions.tracked(t) for t in found):
+        return spark.read.parquet(location)
+    paths = [p.location for t in found for p in partitions.published(t)]
+    return read_partitions(spark, location, paths, schema_of=found[0].ddl or None)

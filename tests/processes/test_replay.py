@@ -22,6 +22,7 @@ from processes import orchestrator, tasks
 from processes.models import ExecState, InstanceExec, Process, Trigger
 from tests.helpers.api import api_as
 from tests.helpers.jobs import build_job, load_step, scan_step, sql_step
+from tests.helpers.spark import published
 
 pytestmark = pytest.mark.django_db
 
@@ -230,7 +231,7 @@ def _rows(spark, table: str):
     from batches.models import HiveTable
 
     location = HiveTable.objects.get(dbname="lake", table_name=table).location
-    return spark.read.parquet(location)
+    return published(spark, location)
 
 
 def _partitions(spark, table: str) -> dict[str, float]:
@@ -381,7 +382,7 @@ def _demo_tables(spark, application) -> dict[str, list]:
 
     return {
         f"{t.dbname}.{t.table_name}": sorted(
-            (tuple(r) for r in spark.read.parquet(t.location).collect()), key=repr
+            (tuple(r) for r in published(spark, t.location).collect()), key=repr
         )
         for t in HiveTable.objects.filter(bus_domain=application)
     }

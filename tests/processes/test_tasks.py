@@ -19,6 +19,7 @@ from tests.helpers.enriched import EventFactory
 from tests.helpers.jobs import build_job, callable_step
 from tests.helpers.pipelines import shred_pipeline
 from tests.helpers.runs import finished_runs, runs_of
+from tests.helpers.spark import published
 from tests.helpers.workers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -82,7 +83,7 @@ def test_a_worker_killed_during_a_spark_step_loses_and_repeats_nothing(
     assert rerun.exec_state_id == ExecState.SUCCESS, rerun.error
     assert rerun.target_batch_id == killed.target_batch_id
     counters = runs_of(step).filter(exec_state_id=ExecState.SUCCESS).get().counters
-    table = spark.read.parquet(HiveTable.objects.get(table_name="events").location)
+    table = published(spark, HiveTable.objects.get(table_name="events").location)
     ids = [r.event_id for r in table.select("event_id").collect()]
     assert len(ids) == len(set(ids)) == counters["rows_out"] == len(unique)
     assert set(ids) == {e["event_id"] for e in unique}

@@ -19,6 +19,7 @@ from processes.models import InstanceExec, Property
 from processes.step_kinds import expectations
 from tests.helpers.factories import grant_root
 from tests.helpers.jobs import build_job, callable_step, load_step, scan_step, sql_step
+from tests.helpers.spark import published
 
 pytestmark = pytest.mark.django_db
 
@@ -168,10 +169,10 @@ def test_warn_counts_drop_quarantines_and_the_run_keeps_every_result(team, order
         },
     )
     assert run.succeeded
-    kept = spark.read.parquet(HiveTable.objects.get(table_name="clean_orders").location)
+    kept = published(spark, HiveTable.objects.get(table_name="clean_orders").location)
     assert sorted(r.id for r in kept.collect()) == [1, 2, 3]  # the -1.0 row is out
-    quarantined = spark.read.parquet(
-        HiveTable.objects.get(table_name="clean_orders_quarantine").location
+    quarantined = published(
+        spark, HiveTable.objects.get(table_name="clean_orders_quarantine").location
     ).collect()
     step_run = InstanceExec.objects.get(process__name="report_sql")
     assert [(r.id, r.amount, r.failed_rules, r.rule_text, r.run_id) for r in quarantined] == [
@@ -221,7 +222,7 @@ def test_after_a_fixed_rule_a_replayed_batch_publishes_the_rows_its_quarantine_h
     quarantine = HiveTable.objects.get(table_name="clean_orders_quarantine")
 
     def ids(of: HiveTable) -> list[int]:
-        return sorted(r.id for r in spark.read.parquet(of.location).collect())
+        return sorted(r.id for r in published(spark, of.location).collect())
 
     assert (ids(table), ids(quarantine)) == ([1, 2, 3], [3])
     # Refunds are orders too: the rule was wrong. Fixed, and the batch replayed, previewed.

@@ -20,7 +20,7 @@ from processes.step_kinds.spark_session import session_conf
 from tests.helpers.factories import HiveTableFactory, grant_root
 from tests.helpers.jobs import build_job, callable_step, load_step, scan_step, sql_step
 from tests.helpers.machine import skip_unless_required
-from tests.helpers.spark import S3A_MISSING, one_jvm_only
+from tests.helpers.spark import S3A_MISSING, one_jvm_only, published
 
 COMPAT = {f"spark.hadoop.{k}": v for k, v in s3a_jars.COMPAT_HADOOP_CONF.items()}
 
@@ -182,7 +182,7 @@ def pipeline(team, name: str, location: str, table: str, *, fail: bool = False):
 
 def rows(spark, table: str) -> list[tuple]:
     location = HiveTable.objects.get(table_name=table).location
-    df = spark.read.parquet(location).drop("batch_id", "source_file")
+    df = published(spark, location).drop("batch_id", "source_file")
     return sorted(tuple(r) for r in df.collect())
 
 
@@ -226,7 +226,7 @@ def test_steps_read_and_write_a_warehouse_on_s3(team, spark, s3_lake, tmp_path, 
     written = keys(client, bucket, f"{tables_root}/orders/batch_id={batch}/")
     assert any(k.endswith(".parquet") for k in written)
     assert keys(client, bucket, f"{tables_root}/orders_totals/batch_id={batch}/")
-    assert {r[0] for r in spark.read.parquet(raw.location).select("source_file").collect()} == {
+    assert {r[0] for r in published(spark, raw.location).select("source_file").collect()} == {
         f"s3a://{bucket}/landing/{name}" for name in ORDERS
     }
 
@@ -237,7 +237,7 @@ def test_steps_read_and_write_a_warehouse_on_s3(team, spark, s3_lake, tmp_path, 
     assert second.target_batch_id == batch
     rewritten = keys(client, bucket, f"{tables_root}/orders/batch_id={batch}/")
     assert rewritten and not set(rewritten) & {k for k in written if k.endswith(".parquet")}
-    assert spark.read.parquet(raw.location).count() == 5
+    assert published(spark, raw.location).count() == 5
 
     assert rows(spark, "orders") == rows(spark, "orders_local")
     totals = rows(spark, "orders_totals")

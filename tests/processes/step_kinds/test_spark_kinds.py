@@ -28,7 +28,7 @@ from tests.helpers.jobs import (
 )
 from tests.helpers.lineage import deeply_nested
 from tests.helpers.openlineage_schema import validate_run_event
-from tests.helpers.spark import one_jvm_only
+from tests.helpers.spark import one_jvm_only, published
 
 pytestmark = pytest.mark.django_db
 
@@ -149,7 +149,7 @@ def test_load_cleanse_sql_and_export_end_to_end(
     assert (load["rows_in"], load["rows_out"], load["bad_rows"]) == (6, 5, 1)
     cleanse = counters("orders_1")
     assert (cleanse["rows_in"], cleanse["rows_out"], cleanse["bad_rows"]) == (5, 3, 2)
-    totals = spark.read.parquet(HiveTable.objects.get(table_name="order_totals").location).collect()
+    totals = published(spark, HiveTable.objects.get(table_name="order_totals").location).collect()
     assert [(r["orders"], r["total"], r["batch_id"]) for r in totals] == [
         (3, 8.0, outcome.target_batch_id)
     ]
@@ -163,7 +163,7 @@ def test_load_cleanse_sql_and_export_end_to_end(
         "lake.orders.amount",
         '[label="SUM"]',
     )
-    bad = spark.read.parquet(HiveTable.objects.get(table_name="orders_raw_bad").location).collect()
+    bad = published(spark, HiveTable.objects.get(table_name="orders_raw_bad").location).collect()
     assert bad[0]["source_file"].endswith("orders-2.csv")
     assert InstanceExec.objects.get(process__name="orders_0").spark_application_id
 
@@ -255,7 +255,7 @@ def test_a_rerun_replaces_its_partition(team, lake, spark):
     loader.steps.update(can_recover=False)
     second = orchestrator.run_job(loader.pk)
     assert second.succeeded and second.target_batch_id == first.target_batch_id
-    rows = spark.read.parquet(HiveTable.objects.get(table_name="things").location)
+    rows = published(spark, HiveTable.objects.get(table_name="things").location)
     assert rows.count() == 2
 
 

@@ -22,6 +22,7 @@ from processes.step_kinds.manifest import open_manifest
 from processes.step_kinds.shred_runner import STRATEGIES, shred_and_dedupe
 from tests.helpers.enriched import CONTEXTS_SCHEMA, EventFactory, line_of
 from tests.helpers.pipelines import shred_pipeline
+from tests.helpers.spark import published
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +60,7 @@ def shred_counters(job) -> dict:
 
 
 def atomic_rows(spark, settings, job_run_target: int | None = None):
-    df = spark.read.parquet(location("events"))
+    df = published(spark, location("events"))
     if job_run_target is not None:
         df = df.filter(df.batch_id == job_run_target)
     return df
@@ -105,7 +106,7 @@ def test_shred_counts_every_row_and_writes_the_tables(pipeline, lake, spark, set
         "com_acme_page_1",
         "com_snowplowanalytics_snowplow_duplicate_1",
     } <= names
-    bad = spark.read.parquet(location("events_bad"))
+    bad = published(spark, location("events_bad"))
     assert {r["source_file"].rsplit("/", 1)[-1] for r in bad.collect()} <= {
         "part-0001.tsv",
         "part-0002.tsv",
@@ -150,7 +151,7 @@ def lake_tables(spark, settings, batch_ids: list[int]) -> dict[str, DataFrame]:
     table's rows (one frame) and the bad entities, without their batch column."""
 
     def read(table):
-        df = spark.read.parquet(location(table))
+        df = published(spark, location(table))
         return df.filter(df.batch_id.isin(batch_ids)).drop("batch_id")
 
     special = {"events", "events_bad", "events_bad_entities", "after"}
@@ -236,7 +237,7 @@ def test_retries_and_a_requeued_dead_letter_give_exactly_the_output_of_one_clean
 
 def assert_unique_ids(spark, settings) -> None:
     """After a shred with every strategy on, an event id names exactly one event."""
-    events = spark.read.parquet(location("events"))
+    events = published(spark, location("events"))
     assert events.count() == events.select("event_id").distinct().count()
 
 
@@ -258,7 +259,7 @@ def test_cross_batch_synthetic_gets_a_new_id_and_the_duplicate_context(
     assert (c["dup_cross_batch_synthetic"], c["dup_cross_batch_natural"]) == (1, 0)
     (row,) = atomic_rows(spark, settings, second.target_batch_id).collect()
     assert row["event_id"] != reused
-    duplicate = spark.read.parquet(location("com_snowplowanalytics_snowplow_duplicate_1")).filter(
+    duplicate = published(spark, location("com_snowplowanalytics_snowplow_duplicate_1")).filter(
         f"batch_id = {second.target_batch_id}"
     )
     (ctx,) = duplicate.collect()
@@ -317,7 +318,7 @@ def test_unreadable_contexts_are_kept_with_their_reason_and_the_event_is_kept(
     assert outcome.succeeded, outcome.error
     c = shred_counters(shred_job)
     assert (c["rows_out"], c["bad_rows"], c["bad_entities"]) == (2, 0, 1)
-    bad = spark.read.parquet(location("events_bad_entities"))
+    bad = published(spark, location("events_bad_entities"))
     (row,) = bad.collect()
     assert (row["root_id"], row["source_column"], row["json"]) == (
         broken["event_id"],
@@ -354,7 +355,7 @@ def test_two_versions_of_one_model_land_in_its_table_and_a_new_model_in_another(
     land(lake, "a.tsv", [line_of(e) for e in events])
     outcome = run(ingest, shred_job)
     assert outcome.succeeded, outcome.error
-    page = spark.read.parquet(location("com_acme_page_1"))
+    page = published(spark, location("com_acme_page_1"))
     assertDataFrameEqual(
         page.select("root_id", "schema_version", "data"),
         [
@@ -362,7 +363,7 @@ def test_two_versions_of_one_model_land_in_its_table_and_a_new_model_in_another(
             for i, v in enumerate(["1-0-0", "1-0-1", "1-0-0"])
         ],
     )
-    page_2 = spark.read.parquet(location("com_acme_page_2"))
+    page_2 = published(spark, location("com_acme_page_2"))
     assert [(r["root_id"], r["schema_version"]) for r in page_2.collect()] == [
         (events[3]["event_id"], "2-0-0")
     ]
@@ -377,7 +378,7 @@ def test_versions_of_one_model_in_two_batches_keep_both_batches(pipeline, lake, 
     first = run(ingest, shred_job)
     land(lake, "b.tsv", [line_of(new)])
     second = run(ingest, shred_job)
-    page = spark.read.parquet(location("com_acme_page_1"))
+    page = published(spark, location("com_acme_page_1"))
     assertDataFrameEqual(
         page.select("root_id", "schema_version", "batch_id"),
         [
@@ -401,9 +402,9 @@ def test_a_clean_batch_leaves_readable_tables_for_the_next_sql_step(team, lake, 
     outcome = run(ingest, shred_job)
     assert outcome.succeeded, outcome.error
     for table in ("events_bad", "events_bad_entities"):
-        empty = spark.read.parquet(location(table))
+        empty = published(spark, location(table))
         assert empty.count() == 0 and "reason" in empty.columns
-    after = spark.read.parquet(location("after"))
+    after = published(spark, location("after"))
     assert sorted((r["event_id"], r["bad"]) for r in after.collect()) == sorted(
         (e["event_id"], 0) for e in events
     )

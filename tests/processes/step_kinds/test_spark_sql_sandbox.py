@@ -14,6 +14,7 @@ from processes.step_kinds import spark_sql, sql_guard
 from tests.helpers.api import api_as
 from tests.helpers.factories import grant_root
 from tests.helpers.jobs import build_job, load_step, scan_step, sql_step
+from tests.helpers.spark import published
 
 pytestmark = pytest.mark.django_db
 
@@ -292,7 +293,7 @@ def test_a_semantic_query_with_a_cte_a_join_a_window_and_aggregates_still_runs(t
     assert orchestrator.run_job(ingest.pk).succeeded
     outcome = orchestrator.run_job(orders.pk)
     assert outcome.succeeded, outcome.error
-    rows = spark.read.parquet(HiveTable.objects.get(table_name="customer_rank").location)
+    rows = published(spark, HiveTable.objects.get(table_name="customer_rank").location)
     assert sorted((r["cust"], r["n"], r["total"], r["place"]) for r in rows.collect()) == [
         ("a", 2, 6.5, 2),
         ("b", 1, 1.0, 3),

@@ -13,6 +13,7 @@ from processes.models import BusDomain
 from processes.registry import StepSpec
 from tests.helpers.factories import grant_root
 from tests.helpers.jobs import CLEANSE, EXPORT, build_job, sql_step
+from tests.helpers.spark import published
 
 pytestmark = pytest.mark.django_db
 
@@ -33,7 +34,7 @@ def write_orders(application: BusDomain, name: str, who: str):
 
 
 def rows_at(spark, location: str) -> list[str]:
-    return sorted(r["who"] for r in spark.read.parquet(location).collect())
+    return sorted(r["who"] for r in published(spark, location).collect())
 
 
 def test_a_step_of_another_team_writing_the_same_name_gets_its_own_table(team, lake, spark):

@@ -1,0 +1,58 @@
+"""In a real browser: from a batch to the table it wrote, its columns and its partitions, at
+desktop and phone width. Screenshots go to ``var/screenshots/`` (``table-*.png``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from batches import partitions
+from processes import lifecycle
+from tests.helpers.browser import OVERFLOW, log_in, shot
+from tests.helpers.factories import HiveTableFactory
+from tests.helpers.lifecycle import steps_of
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.browser,
+]
+
+
+@pytest.mark.parametrize("width", [1366, 390])
+def test_a_viewer_follows_a_batch_to_its_tables_columns_and_partitions(
+    team, make_job, live_server, browser, tmp_path, width
+):
+    table = HiveTableFactory(
+        bus_domain=team.application,
+        dbname="lake",
+        table_name="atomic_events",
+        location=str(tmp_path / "atomic_events"),
+        ddl="struct<event_id:string,collector_tstamp:timestamp,page_url:string,"
+        "contexts:array<struct<schema:string,data:string>>>",
+    )
+    job = make_job("shred", steps=1)
+    (step,) = steps_of(job)
+    batch = lifecycle.init_job(job.pk).target_batch_id
+    step_run = lifecycle.init_step(step.pk)
+    location = partitions.attempt_location(table, batch, step_run)
+    Path(location).mkdir(parents=True)
+    (Path(location) / "part-0.parquet").write_bytes(b"x" * 2048)
+    partitions.record_written(
+        table, batch_id=batch, step_run_id=step_run, location=location, rows=713, size=2048
+    )
+    lifecycle.halt_step(step.pk)
+    lifecycle.halt_job(job.pk)
+
+    page = log_in(browser, live_server, team.viewer, viewport=(width, 900))
+    page.goto(f"{live_server.url}/batches/{batch}/")
+    page.get_by_role("link", name="lake.atomic_events").click()
+    page.wait_for_url(f"{live_server.url}/tables/{table.pk}/")
+    assert page.get_by_role("heading", name="Table lake.atomic_events").is_visible()
+    columns = page.locator("table").first.inner_text()
+    for name, kind in [("event_id", "string"), ("collector_tstamp", "timestamp")]:
+        assert f"{name}\t{kind}" in columns
+    partitions_table = page.locator("table").nth(1).inner_text()
+    assert f"{batch}\t713\t2.0\xa0KB" in partitions_table
+    assert page.evaluate(OVERFLOW) <= 0, "no sideways scroll"
+    shot(page, f"table-{width}")
