@@ -174,7 +174,8 @@ def publish(
     the caller's transaction (the job's halt): all of it, or nothing. A few statements
     whatever the number of partitions."""
     now = now or timezone.now()
-    with transaction.atomic():
+    # The caller's transaction when there is one (no savepoint: two statements more).
+    with transaction.atomic(savepoint=False):
         written = list(
             _written_by_success(None, batch_id)
             .select_for_update(of=("self",))

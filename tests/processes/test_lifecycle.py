@@ -790,4 +790,5 @@ def test_init_and_halt_job_queries_do_not_grow_with_queue_depth_or_max_batch(mak
         halt = queries_of(lambda p2=p2: lifecycle.halt_job(p2.pk))
         counts[depth] = (init, halt)
     assert counts[3] == counts[300]
-    assert counts[3][0] <= 30 and counts[3][1] <= 15
+    # halt_job: 16, one of them the partitions its steps wrote, to publish (none here).
+    assert counts[3][0] <= 30 and counts[3][1] <= 16
