@@ -14,6 +14,7 @@ from batches.models import (
     EventManifest,
     File,
     HiveTable,
+    Partition,
     ScanState,
     TableShare,
 )
@@ -46,6 +47,16 @@ class BatchAdmin(ReadOnlyAdmin, ScopedAdmin):
     list_filter = ("batch_type", "bus_domain")
     search_fields = ("=id",)
     raw_id_fields = ("source_instance_exec",)
+
+
+@admin.register(Partition)
+class PartitionAdmin(ReadOnlyAdmin, ScopedAdmin):
+    """Partitions are written by steps and published by their jobs only (docs/quality.md)."""
+
+    list_display = ("id", "table", "batch", "state", "rows", "bytes", "step_run", "published_at")
+    list_filter = ("state",)
+    search_fields = ("=batch__id", "table__table_name")
+    raw_id_fields = ("table", "batch", "step_run")
 
 
 @admin.register(BatchConsumpQueue)

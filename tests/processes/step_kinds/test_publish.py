@@ -126,3 +126,61 @@ def test_a_batch_rebuilt_twenty_times_with_writes_dying_midway_is_seen_old_or_ne
     assert len(dead) == REBUILDS // 2
     partitions.remove_unused()
     assert not any(Path(p.location).exists() for p in dead)
+
+
+def test_a_table_written_outside_bdre_is_read_as_its_folders_are(chain, spark, team, tmp_path):
+    """A table registered over folders BDRE did not write by attempts (written elsewhere,
+    or before attempts had folders of their own): every batch_id=<n> folder is a batch."""
+    from tests.helpers.factories import HiveTableFactory
+
+    _feed, _build, report = chain
+    folder = tmp_path / "warehouse" / "outside"
+    spark.range(4).write.parquet(str(folder / "batch_id=1"))
+    spark.range(2).write.parquet(str(folder / "batch_id=2"))
+    HiveTableFactory(
+        bus_domain=team.application, dbname="lake", table_name="outside", location=str(folder)
+    )
+    downstream = StepContext(
+        step=report.steps.get(),
+        job_run_id=0,
+        step_run_id=0,
+        target_batch_id=0,
+        batch_ids=[1],
+        files=[],
+    )
+    assert read_table(downstream, spark, "lake.outside", [1]).count() == 4
+    assert read_table(downstream, spark, "lake.outside").count() == 6
+    query = "SELECT count(*) AS n FROM lake.outside WHERE batch_id IN (2) AND {target_batch_id} > 0"
+    job = build_job(team, "outside_sum", [sql_step("outside_sum_0", query, output="lake.sums")])
+    assert orchestrator.run_job(job.pk).succeeded
+    assert [r.n for r in published(spark, HiveTable.objects.get(table_name="sums")).collect()] == [
+        2
+    ]
+
+
+def test_a_table_with_no_published_partition_reads_as_no_rows_with_its_columns(chain, spark, team):
+    table = HiveTable.objects.get(dbname="lake", table_name="counted")
+    Partition.objects.filter(table=table).update(state=Partition.State.DISCARDED)
+    query = "SELECT count(*) AS n, max(id) AS top FROM lake.counted WHERE {target_batch_id} > 0"
+    job = build_job(team, "count_none", [sql_step("count_none_0", query, output="lake.none")])
+    assert orchestrator.run_job(job.pk).succeeded
+    rows = published(spark, HiveTable.objects.get(table_name="none")).collect()
+    assert [(r.n, r.top) for r in rows] == [(0, None)]
+
+
+def test_a_store_bdre_cannot_list_keeps_its_partitions_in_place(chain, spark, team, monkeypatch):
+    """HDFS, GCS, ADLS (here a local folder said to be one): written in place, no attempt
+    recorded, and a unique rule across batches still reads the other batches' folders."""
+    monkeypatch.setattr(partitions, "supported", lambda location: False)
+    query = "SELECT {target_batch_id} AS day FROM range(1)"
+    step = sql_step("days_0", query, output="lake.days", expect={"days.one": "fail: unique(day)"})
+    job = build_job(team, "days", [step])
+    for _ in range(2):
+        assert orchestrator.run_job(job.pk).succeeded
+    table = HiveTable.objects.get(table_name="days")
+    assert not Partition.objects.filter(table=table).exists()
+    folders = sorted(p.name for p in Path(table.location).glob("batch_id=*"))
+    assert len(folders) == 2 and all(
+        any(Path(table.location, f).glob("*.parquet")) for f in folders
+    )
+    assert spark.read.parquet(table.location).count() == 2

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from batches import tables
+from batches import partitions, tables
 from batches.ingest.storage import s3_client
 from batches.models import HiveTable
 from bdre import s3a_jars
@@ -127,7 +127,7 @@ def fail_once(context):
 
 
 @pytest.fixture
-def s3_lake(spark, s3_endpoint, team):
+def s3_lake(spark, s3_endpoint, team, settings):
     """A bucket granted to the team (landing/ for its files, warehouse/ for its tables), and
     the session's S3A settings for it: per bucket, as an installation sets them in
     SPARK_CONF (spark.hadoop.fs.s3a.bucket.<bucket>.endpoint...)."""
@@ -137,14 +137,21 @@ def s3_lake(spark, s3_endpoint, team):
     client = s3_client(endpoint_url=s3_endpoint, region="us-east-1")
     client.create_bucket(Bucket=bucket)
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()
-    for key, value in {
+    options = {
         "endpoint": s3_endpoint,
         "path.style.access": "true",
         "connection.ssl.enabled": "false",
         "access.key": "testing",
         "secret.key": "testing",
-    }.items():
+    }
+    for key, value in options.items():
         hadoop.set(f"fs.s3a.bucket.{bucket}.{key}", value)
+    # BDRE's own listing and removal of the tables' partitions (batches.partitions) read
+    # them from SPARK_CONF, as an installation sets them there for its sessions.
+    settings.SPARK_CONF = {
+        **settings.SPARK_CONF,
+        **{f"spark.hadoop.fs.s3a.bucket.{bucket}.{k}": v for k, v in options.items()},
+    }
     # The scan lists the bucket through the server the superuser granted (its endpoint).
     grant_root(
         team.group,
@@ -226,18 +233,24 @@ def test_steps_read_and_write_a_warehouse_on_s3(team, spark, s3_lake, tmp_path, 
     written = keys(client, bucket, f"{tables_root}/orders/batch_id={batch}/")
     assert any(k.endswith(".parquet") for k in written)
     assert keys(client, bucket, f"{tables_root}/orders_totals/batch_id={batch}/")
-    assert {r[0] for r in published(spark, raw.location).select("source_file").collect()} == {
-        f"s3a://{bucket}/landing/{name}" for name in ORDERS
-    }
+    # Written, not published: the job did not end well, its readers see no row of it.
+    assert published(spark, raw.location).count() == 0
 
     # A re-run of the batch (every step again) replaces its partitions' objects.
     s3.steps.update(can_recover=False)
     second = orchestrator.run_job(s3.pk)
     assert second.succeeded, second.error
     assert second.target_batch_id == batch
+    # The first attempts, superseded by the re-run's, are removed from the bucket.
+    assert partitions.remove_unused()
     rewritten = keys(client, bucket, f"{tables_root}/orders/batch_id={batch}/")
     assert rewritten and not set(rewritten) & {k for k in written if k.endswith(".parquet")}
     assert published(spark, raw.location).count() == 5
+    assert {r[0] for r in published(spark, raw.location).select("source_file").collect()} == {
+        f"s3a://{bucket}/landing/{name}" for name in ORDERS
+    }
+    (attempt,) = partitions.published(raw)
+    assert attempt.bytes and attempt.bytes > 0, "its size, listed in the bucket"
 
     assert rows(spark, "orders") == rows(spark, "orders_local")
     totals = rows(spark, "orders_totals")

@@ -188,7 +188,8 @@ def test_an_option_changed_behind_the_registry_fails_the_run_with_the_reason(tea
 
 def files_of(table: str, batch_id: int) -> list[Path]:
     location = HiveTable.objects.get(table_name=table).location
-    return sorted(Path(location.removeprefix("file:"), f"batch_id={batch_id}").glob("*.parquet"))
+    # The attempt's folder inside the batch's (batches.partitions).
+    return sorted(Path(location.removeprefix("file:"), f"batch_id={batch_id}").rglob("*.parquet"))
 
 
 @pytest.fixture
