@@ -62,6 +62,7 @@ from batches.models import (
     EventManifest,
     File,
     HiveTable,
+    Partition,
     ScanState,
     TableShare,
 )
@@ -298,6 +299,13 @@ def build_world() -> SimpleNamespace:
         etl_time=timezone.now(),
     )
     CatalogState.objects.create(summary=["t1_alpha_db.src: created"])
+    Partition.objects.create(
+        table=w.table,
+        batch=w.batch,
+        location=f"{w.table.location}/batch_id={w.batch.pk}/legacy",
+        state=Partition.State.PUBLISHED,
+        written_at=timezone.now(),
+    )
     # Only for freshness: the matrix's failures and discards send no alert anywhere.
     w.destination = Destination.objects.create(
         team=w.team, channel="email", target="alpha@example.com", kinds="freshness"
@@ -1686,6 +1694,7 @@ ADMIN_READ_ONLY = {
     "batches.archiveconsumpqueue",
     "batches.eventmanifest",
     "batches.catalogstate",
+    "batches.partition",
     "lineage.lineagenodetype",
     "lineage.lineagequerytype",
     "alerts.alert",
