@@ -46,6 +46,16 @@ class SyncSummary:
     added: dict[str, list[str]] = field(default_factory=dict)  # partitions new to the catalog
     removed: dict[str, list[str]] = field(default_factory=dict)  # partitions gone from it
 
+    def record(self, name: str, before: list[str], after: list[str]) -> None:
+        """The table's partitions after the sync, and which it added and removed."""
+        self.partitions[name] = after
+        added = [p for p in after if p not in before]
+        removed = [p for p in before if p not in after]
+        if added:
+            self.added[name] = added
+        if removed:
+            self.removed[name] = removed
+
     def lines(self) -> list[str]:
         out = []
         for name in sorted(self.partitions):
@@ -197,13 +207,7 @@ def _sync_table(
         after = _partitions(spark, name)
     else:
         after = []
-    summary.partitions[name] = after
-    added = [p for p in after if p not in before]
-    removed = [p for p in before if p not in after]
-    if added:
-        summary.added[name] = added
-    if removed:
-        summary.removed[name] = removed
+    summary.record(name, before, after)
 
 
 def _sync_published(
@@ -261,13 +265,7 @@ def _sync_published(
     present = [int(p.rpartition("=")[2]) for p in before]
     put_partitions(spark, name, column, wanted, present)
     after = _partitions(spark, name)
-    summary.partitions[name] = after
-    added = [p for p in after if p not in before]
-    removed = [p for p in before if p not in after]
-    if added:
-        summary.added[name] = added
-    if removed:
-        summary.removed[name] = removed
+    summary.record(name, before, after)
 
 
 def _same(
