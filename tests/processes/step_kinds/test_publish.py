@@ -184,3 +184,27 @@ def test_a_store_bdre_cannot_list_keeps_its_partitions_in_place(chain, spark, te
         any(Path(table.location, f).glob("*.parquet")) for f in folders
     )
     assert spark.read.parquet(table.location).count() == 2
+
+
+def test_a_step_writing_one_tables_batch_twice_is_refused_before_anything_is_written(chain, spark):
+    from processes.step_kinds.spark_io import PartitionWrittenTwice, write_batch
+
+    _feed, build, _report = chain
+    context = StepContext(
+        step=build.steps.get(),
+        job_run_id=0,
+        step_run_id=0,
+        target_batch_id=1,
+        batch_ids=[],
+        files=[],
+        outputs=["lake.counted"],
+    )
+    with pytest.raises(PartitionWrittenTwice, match=r"wrote batch 1 of lake\.counted twice"):
+        write_batch(None, context, "lake", "counted")  # type: ignore[arg-type]
+
+
+def test_no_partition_and_no_recorded_columns_is_a_clear_error():
+    from processes.step_kinds.spark_io import read_partitions
+
+    with pytest.raises(LookupError, match="/lake/t has no partition to read"):
+        read_partitions(None, "/lake/t", [])  # type: ignore[arg-type]
