@@ -32,6 +32,8 @@ from processes.models import ExecState, InstanceExec
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from batches.ingest.storage import S3Storage
+
 log = logging.getLogger(__name__)
 State = Partition.State
 # The folder of an attempt inside its batch's: no "=" in its name, so that Spark's
@@ -69,10 +71,7 @@ def record_written(
     run writes it twice: the files were replaced in its own folder). A table's first
     attempt adopts the partitions written in place before (:func:`adopt`)."""
     if not tracked(table):
-        with transaction.atomic():
-            HiveTable.objects.select_for_update().filter(pk=table.pk).first()
-            if not tracked(table):  # another first write may have adopted it meanwhile
-                adopt(table, now=now)
+        adopt(table, first_write=True, now=now)
     partition, _ = Partition.objects.update_or_create(
         table=table,
         batch_id=batch_id,
@@ -262,13 +261,16 @@ LEGACY = "legacy"
 
 
 @transaction.atomic
-def adopt(table: HiveTable, *, now: datetime | None = None) -> list[Partition]:
+def adopt(
+    table: HiveTable, *, first_write: bool = False, now: datetime | None = None
+) -> list[Partition]:
     """Record the partitions of ``table`` that a step wrote in place, before attempts had
     folders of their own (``<table>/batch_id=<n>/part-*``): their files moved into the
     batch's ``legacy`` folder, published (or replaced, when the batch has a published
     attempt already, so that the reaper removes them after the grace). Run by ``manage.py
     adopt_partitions`` once after an upgrade, and on a table's first write by attempt, so
-    that no batch of a table disappears from its readers' view. Idempotent."""
+    that no batch of a table disappears from its readers' view (``first_write``: unless
+    another first write adopted it meanwhile). Idempotent."""
     from batches.models import Batch
 
     if not table.batch_id_partition_col or not supported(table.location):
@@ -278,6 +280,8 @@ def adopt(table: HiveTable, *, now: datetime | None = None) -> list[Partition]:
     # The table's row lock: two first writes of the table (two jobs) adopt it once, and
     # its partitions are recorded together, on commit.
     HiveTable.objects.select_for_update().filter(pk=table.pk).first()
+    if first_write and tracked(table):
+        return []
     found = _files_in_place(table.location, column)
     known = set(Batch.objects.filter(pk__in=found).values_list("pk", flat=True))
     published_batches = set(
@@ -315,12 +319,7 @@ def _files_in_place(location: str, column: str) -> dict[int, list[str]]:
     found: dict[int, list[str]] = {}
     parsed = urlparse(location)
     if parsed.scheme in ("s3", "s3a"):
-        client = _s3_client(parsed.netloc)
-        prefix = parsed.path.lstrip("/").rstrip("/") + "/"
-        pages = client.get_paginator("list_objects_v2").paginate(
-            Bucket=parsed.netloc, Prefix=prefix
-        )
-        keys = [o["Key"][len(prefix) :] for page in pages for o in page.get("Contents", [])]
+        keys = [o.key for page in _s3_folder(location).pages() for o in page]
     else:
         root = _local(location)
         keys = (
@@ -363,15 +362,13 @@ def remove_files(location: str) -> None:
     prefix. A folder already gone is no error (a removal that was interrupted)."""
     parsed = urlparse(location)
     if parsed.scheme in ("s3", "s3a"):
-        client = _s3_client(parsed.netloc)
-        prefix = parsed.path.lstrip("/").rstrip("/") + "/"
-        pages = client.get_paginator("list_objects_v2").paginate(
-            Bucket=parsed.netloc, Prefix=prefix
-        )
-        for page in pages:
-            keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+        folder = _s3_folder(location)
+        for page in folder.pages():
+            keys = [{"Key": folder.prefix + o.key} for o in page]
             if keys:
-                answer = client.delete_objects(Bucket=parsed.netloc, Delete={"Objects": keys})
+                answer = folder.client.delete_objects(
+                    Bucket=folder.bucket, Delete={"Objects": keys}
+                )
                 if answer.get("Errors"):
                     first = answer["Errors"][0]
                     raise OSError(f"{location}: {first.get('Key')}: {first.get('Message')}")
@@ -394,14 +391,7 @@ def size_of(location: str) -> int | None:
 def _size_of(location: str) -> int:
     parsed = urlparse(location)
     if parsed.scheme in ("s3", "s3a"):
-        client = _s3_client(parsed.netloc)
-        prefix = parsed.path.lstrip("/").rstrip("/") + "/"
-        pages = client.get_paginator("list_objects_v2").paginate(
-            Bucket=parsed.netloc, Prefix=prefix
-        )
-        return sum(
-            o["Size"] for page in pages for o in page.get("Contents", []) if _is_data(o["Key"])
-        )
+        return sum(o.size for page in _s3_folder(location).pages() for o in page if _is_data(o.key))
     folder = _local(location)
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and _is_data(f.name))
 
@@ -417,6 +407,15 @@ def _local(location: str) -> Path:
     if parsed.scheme not in ("", "file"):
         raise ValueError(f"{location}: not a local folder nor S3 (batches.partitions)")
     return Path(unquote(parsed.path)) if parsed.scheme == "file" else Path(location)
+
+
+def _s3_folder(location: str) -> S3Storage:
+    """The keys under an ``s3://bucket/prefix`` folder, listed as a scan lists them."""
+    from batches.ingest.storage import S3Storage
+
+    parsed = urlparse(location)
+    prefix = parsed.path.lstrip("/").rstrip("/") + "/"
+    return S3Storage(parsed.netloc, prefix, _s3_client(parsed.netloc))
 
 
 def _s3_client(bucket: str) -> Any:

@@ -127,7 +127,7 @@ def write_batch(
     location = destination.location
     df = df.drop(BATCH_COLUMN)
     if checked:
-        df = _expected(df, context, database, table, location)
+        df = _expected(df, context, database, table, destination)
     # The attempt's own folder (its step run's): what readers see now is not touched until
     # the job publishes this one in its place (batches.partitions).
     registered_table = tables.register_written(
@@ -174,7 +174,11 @@ def write_batch(
 
 
 def _expected(
-    df: DataFrame, context: StepContext, database: str, table: str, location: str
+    df: DataFrame,
+    context: StepContext,
+    database: str,
+    table: str,
+    destination: tables.Destination,
 ) -> DataFrame:
     """The rows of the batch to write once the step's expectations on ``table`` are checked
     (processes/step_kinds/expectations.py): the results kept on the run, the rows a drop rule
@@ -200,7 +204,7 @@ def _expected(
         df,
         rules,
         run_id=context.step_run_id,
-        others=_other_batches(df, context, location),
+        others=_other_batches(df, context, destination),
         history=partial(_rows_before, context, database),
     )
     results = [{"database": database, **result} for result in checked.results]
@@ -245,12 +249,14 @@ def _rows_before(context: StepContext, database: str, rule: expectations.Rule) -
     ]
 
 
-def _other_batches(df: DataFrame, context: StepContext, location: str) -> DataFrame | None:
+def _other_batches(
+    df: DataFrame, context: StepContext, destination: tables.Destination
+) -> DataFrame | None:
     """The table's batches but the one being written (for a key unique across them), or
     None when it has none yet."""
     from pyspark.errors import AnalysisException
 
-    table = tables.own_tables(team_of(context)).filter(location=location).first()
+    table, location = destination.existing, destination.location
     if table is None:
         return None
     if not partitions.tracked(table):
