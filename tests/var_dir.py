@@ -38,3 +38,28 @@ _QUICK_JIT = "-XX:TieredStopAtLevel=1"
 for _name in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
     if _QUICK_JIT not in os.environ.get(_name, ""):
         os.environ[_name] = f"{os.environ.get(_name, '')} {_QUICK_JIT}".strip()
+
+# Every Spark application a test starts (the test process's session, a worker's, a demo's on a
+# cluster or through Connect, a sync's, the Connect server) evaluates expressions without
+# generating code, and without adaptive execution: the tests' data is tens to thousands of
+# rows, where compiling each plan's generated classes (Janino, then the JVM) and re-planning
+# each stage cost more CPU than running it (measured in docs/testing.md, "CI"). Both are
+# Spark's own equivalent paths: its suite runs every expression interpreted and generated.
+# The local demo (`make demo` as users run it, tests/helpers/demo_runs.py) keeps Spark's
+# defaults, and the cluster's demo runs are compared with it row for row.
+SPARK_TEST_DEFAULTS = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.adaptive.enabled": "false",
+}
+if "SPARK_CONF_DIR" not in os.environ:
+    _conf_dir = (
+        Path(os.environ.get("BDRE_VAR_DIR") or Path(__file__).resolve().parents[1] / "var")
+        / "spark-test-conf"
+    )
+    _conf_dir.mkdir(parents=True, exist_ok=True)
+    _text = "".join(f"{key} {value}\n" for key, value in SPARK_TEST_DEFAULTS.items())
+    # Written whole and renamed in: a Spark starting in another test process reads it.
+    _part = _conf_dir / f"spark-defaults.conf.{os.getpid()}"
+    _part.write_text(_text)
+    _part.replace(_conf_dir / "spark-defaults.conf")
+    os.environ["SPARK_CONF_DIR"] = os.environ["BDRE_TEST_SPARK_CONF_DIR"] = str(_conf_dir)
