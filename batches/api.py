@@ -9,11 +9,11 @@ from django.db.models import Count
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from batches import file_batches, queue, selectors, tables
+from batches import file_batches, preview, queue, selectors, tables
 from batches.filters import ArchiveFilter, BatchFilter, FileFilter, QueueFilter
 from batches.locations import LocationRefused
 from batches.models import (
@@ -32,6 +32,8 @@ from batches.serializers import (
     DiscardInput,
     FileSerializer,
     PartitionSerializer,
+    PreviewQuerySerializer,
+    PreviewSerializer,
     QueueRowDetailSerializer,
     QueueRowSerializer,
     RegisteredSerializer,
@@ -290,6 +292,54 @@ class TableViewSet(viewsets.ReadOnlyModelViewSet):
         rows = selectors.table_partitions(table, every_attempt=wanted == "all")
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(PartitionSerializer(page, many=True).data)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "partition",
+                int,
+                description="The partition (an id of tables/{id}/partitions/): any attempt of "
+                "the team's own table, a published one of a shared table. Default: the newest "
+                "published one.",
+            ),
+            OpenApiParameter(
+                "rows",
+                int,
+                description=f"How many rows, 1 to {preview.MAX_ROWS} (default "
+                f"{preview.DEFAULT_ROWS}).",
+            ),
+        ],
+        responses={
+            200: PreviewSerializer,
+            404: OpenApiResponse(
+                ErrorSerializer,
+                description="no such table, or no such partition of it the user may see, or "
+                "no partition published yet; or the partition's files were removed or are "
+                "not readable (121)",
+            ),
+        },
+    )
+    @action(detail=True, methods=["get"])
+    def preview(self, request: Request, pk: str) -> Response:
+        """The first rows of one of the table's partitions, as its Parquet files hold them
+        (docs/ui.md, "Tables"): the columns with their types, each value as text."""
+        table = self.get_object()
+        args = PreviewQuerySerializer(data=request.query_params)
+        args.is_valid(raise_exception=True)
+        own = can(request.user, table, Role.VIEWER)
+        wanted = args.validated_data.get("partition")
+        chosen = selectors.table_partitions(table, every_attempt=own and wanted is not None)
+        if wanted is not None:
+            chosen = chosen.filter(pk=wanted)
+        partition = chosen.first()
+        if partition is None:
+            raise NotFound(
+                "no such partition of this table"
+                if wanted is not None
+                else "no partition of this table is published yet"
+            )
+        shown = preview.preview(partition, args.validated_data["rows"])
+        return Response(PreviewSerializer(shown).data)
 
 
 class TableShareViewSet(ScopedViewSet):

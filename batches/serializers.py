@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import Group
 from rest_framework import serializers
 
-from batches import catalog
+from batches import catalog, preview
 from batches.models import (
     ArchiveConsumpQueue,
     Batch,
@@ -211,6 +213,39 @@ class PartitionSerializer(serializers.ModelSerializer):
             "removed_at",
         )
         read_only_fields = fields
+
+
+class PreviewColumnSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    type = serializers.CharField(help_text="The column's type as its Parquet files hold it.")
+
+
+class PreviewQuerySerializer(serializers.Serializer):
+    partition = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+    rows = serializers.IntegerField(
+        required=False, min_value=1, max_value=preview.MAX_ROWS, default=preview.DEFAULT_ROWS
+    )
+
+
+class PreviewSerializer(serializers.Serializer):
+    """The first rows of one partition of a table (``batches.preview``)."""
+
+    partition = PartitionSerializer(help_text="The partition the rows are from.")
+    columns = PreviewColumnSerializer(many=True)
+    rows = serializers.ListField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="Each row's values in the columns' order, as text (NULL for a null; a nested "
+        "value as JSON; at most 300 characters each).",
+    )
+    more = serializers.BooleanField(help_text="The partition holds more rows than these.")
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        return {
+            "partition": PartitionSerializer(instance.partition).data,
+            "columns": [{"name": name, "type": kind} for name, kind in instance.columns],
+            "rows": instance.rows,
+            "more": instance.more,
+        }
 
 
 class TableShareSerializer(serializers.ModelSerializer):

@@ -13,12 +13,13 @@ from django.template.defaultfilters import pluralize
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
-from batches import queue, selectors
+from batches import preview, queue, selectors
 from batches.filters import ArchiveFilter, BatchFilter, QueueFilter
 from batches.models import (
     Batch,
     BatchConsumpQueue,
     BatchStatus,
+    Partition,
 )
 from bdre.access import Role, can, scope
 from bdre.errors import BdreError
@@ -212,6 +213,22 @@ def table_detail(request: HttpRequest, pk: int) -> HttpResponse:
     every_attempt = own and request.GET.get("attempts") == "all"
     rows = selectors.table_partitions(table, every_attempt=every_attempt)
     partitions = Paginator(rows, 50).get_page(request.GET.get("page"))
+    # The rows of the partition asked for (any attempt of the team's own table, a published
+    # one of a shared table), else of the newest published one.
+    asked = request.GET.get("preview", "")
+    chosen: Partition | None
+    if asked:
+        if not asked.isdigit():
+            raise Http404("no such partition")
+        chosen = get_object_or_404(selectors.table_partitions(table, every_attempt=own), pk=asked)
+    else:
+        chosen = selectors.table_partitions(table).first()
+    shown, unreadable = None, ""
+    if chosen is not None:
+        try:
+            shown = preview.preview(chosen)
+        except BdreError as exc:
+            unreadable = exc.message
     return render(
         request,
         "batches/table.html",
@@ -222,5 +239,8 @@ def table_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "every_attempt": every_attempt,
             "own": own,
             "published": selectors.table_partitions(table).count(),
+            "chosen": chosen,
+            "preview": shown,
+            "unreadable": unreadable,
         },
     )

@@ -27,6 +27,7 @@ class Code(IntEnum):
     QUEUE_STATE_CONFLICT = 118
     INVALID_RANGE = 119
     OTHER_TEAMS_BATCH = 120
+    PARTITION_UNREADABLE = 121
 
 
 MESSAGES: dict[Code, str] = {
@@ -52,6 +53,7 @@ MESSAGES: dict[Code, str] = {
     Code.QUEUE_STATE_CONFLICT: "The queue rows are not in a state that allows this",
     Code.INVALID_RANGE: "The range is empty: its start is after its end",
     Code.OTHER_TEAMS_BATCH: "A batch downstream belongs to another team's job",
+    Code.PARTITION_UNREADABLE: "The partition's rows cannot be read",
 }
 
 # HTTP status of each code in the REST API: unknown ids are 404, state conflicts 409,
@@ -77,6 +79,7 @@ HTTP_STATUS: dict[Code, int] = {
     Code.QUEUE_STATE_CONFLICT: 409,
     Code.INVALID_RANGE: 400,
     Code.OTHER_TEAMS_BATCH: 409,
+    Code.PARTITION_UNREADABLE: 404,
 }
 
 

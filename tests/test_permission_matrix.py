@@ -95,6 +95,7 @@ from tests.helpers.factories import (
     UserFactory,
 )
 from tests.helpers.jobs import JOB_TYPE, SCAN, STEP_TYPE, build_job
+from tests.helpers.parquet import write_parquet
 
 # backends: who sees and may change what: the selector's queries (docs/testing.md).
 pytestmark = [pytest.mark.django_db, pytest.mark.backends]
@@ -276,7 +277,11 @@ def build_world() -> SimpleNamespace:
         process=w.scan_step, location=Path(_landing(w.team, "in")).as_uri(), marker="m"
     )
     w.table = HiveTable.objects.create(
-        team=w.team, bus_domain=w.app, dbname="alpha_db", table_name="orders"
+        team=w.team,
+        bus_domain=w.app,
+        dbname="alpha_db",
+        table_name="orders",
+        location=str(settings.VAR_DIR / "matrix" / f"orders-{w.team.pk}"),
     )
     w.share = TableShare.objects.create(table=w.table, team=w.share_team)
     w.server = ServerFactory(team=w.team, name="alpha_server")
@@ -299,13 +304,14 @@ def build_world() -> SimpleNamespace:
         etl_time=timezone.now(),
     )
     CatalogState.objects.create(summary=["t1_alpha_db.src: created"])
-    Partition.objects.create(
+    published = Partition.objects.create(
         table=w.table,
         batch=w.batch,
         location=f"{w.table.location}/batch_id={w.batch.pk}/legacy",
         state=Partition.State.PUBLISHED,
         written_at=timezone.now(),
     )
+    write_parquet(Path(published.location) / "part-0.parquet", [{"order_id": 1}])
     # Only for freshness: the matrix's failures and discards send no alert anywhere.
     w.destination = Destination.objects.create(
         team=w.team, channel="email", target="alpha@example.com", kinds="freshness"
@@ -866,6 +872,7 @@ API_TABLE = [
     _list("table-list", "/tables/", HiveTable, lambda w: w.table.pk),
     _api("table-detail", "GET", lambda w: f"/tables/{w.table.pk}/", Need.VIEWER),
     _api("table-partitions", "GET", lambda w: f"/tables/{w.table.pk}/partitions/", Need.VIEWER),
+    _api("table-preview", "GET", lambda w: f"/tables/{w.table.pk}/preview/", Need.VIEWER),
     _list("table-share-list", "/table-shares/", TableShare, lambda w: w.share.pk),
     _api(
         "table-share-list",

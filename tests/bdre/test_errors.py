@@ -8,8 +8,8 @@ import pytest
 from bdre.errors import HTTP_STATUS, MESSAGES, BdreError, Code
 
 
-def test_every_code_from_101_to_120_has_a_message_and_a_status():
-    assert [int(c) for c in Code] == list(range(101, 121))
+def test_every_code_from_101_to_121_has_a_message_and_a_status():
+    assert [int(c) for c in Code] == list(range(101, 122))
     assert set(MESSAGES) == set(Code) == set(HTTP_STATUS)
 
 

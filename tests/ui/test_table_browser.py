@@ -1,8 +1,9 @@
-"""In a real browser: from a batch to the table it wrote, its columns and its partitions, at
-desktop and phone width. Screenshots go to ``var/screenshots/`` (``table-*.png``)."""
+"""In a real browser: from a batch to the table it wrote, its columns, its first rows and its
+partitions, at desktop and phone width. Screenshots go to ``var/screenshots/`` (``table-*.png``)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from processes import lifecycle
 from tests.helpers.browser import OVERFLOW, log_in, shot
 from tests.helpers.factories import HiveTableFactory
 from tests.helpers.lifecycle import steps_of
+from tests.helpers.parquet import write_parquet
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
@@ -20,7 +22,7 @@ pytestmark = [
 
 
 @pytest.mark.parametrize("width", [1366, 390])
-def test_a_viewer_follows_a_batch_to_its_tables_columns_and_partitions(
+def test_a_viewer_follows_a_batch_to_its_tables_columns_rows_and_partitions(
     team, make_job, live_server, browser, tmp_path, width
 ):
     table = HiveTableFactory(
@@ -36,8 +38,11 @@ def test_a_viewer_follows_a_batch_to_its_tables_columns_and_partitions(
     batch = lifecycle.init_job(job.pk).target_batch_id
     step_run = lifecycle.init_step(step.pk)
     location = partitions.attempt_location(table, batch, step_run)
-    Path(location).mkdir(parents=True)
-    (Path(location) / "part-0.parquet").write_bytes(b"x" * 2048)
+    events = [
+        {"event_id": f"e{n}", "collector_tstamp": datetime(2026, 11, 1, 9, n % 60)}
+        for n in range(713)
+    ]
+    write_parquet(Path(location) / "part-0.parquet", events)
     partitions.record_written(
         table, batch_id=batch, step_run_id=step_run, location=location, rows=713, size=2048
     )
@@ -52,7 +57,11 @@ def test_a_viewer_follows_a_batch_to_its_tables_columns_and_partitions(
     columns = page.locator("table").first.inner_text()
     for name, kind in [("event_id", "string"), ("collector_tstamp", "timestamp")]:
         assert f"{name}\t{kind}" in columns
-    partitions_table = page.locator("table").nth(1).inner_text()
+    rows = page.locator("table.preview").inner_text()
+    assert rows.startswith("event_id\tcollector_tstamp\ne0\t2026-11-01 09:00:00\n")
+    assert "e19\t" in rows and "e20\t" not in rows
+    assert page.get_by_text(f"The first 20 rows of batch {batch}'s partition, of 713").is_visible()
+    partitions_table = page.locator("table").nth(2).inner_text()
     assert f"{batch}\t713\t2.0\xa0KB" in partitions_table
     assert page.evaluate(OVERFLOW) <= 0, "no sideways scroll"
     shot(page, f"table-{width}")
