@@ -29,6 +29,7 @@ urlpatterns = [
     re_path(rf"^templates/{ID}/delete/$", views.template_delete, name="ui-template-delete"),
     path("runs/", run_views.run_list, name="ui-runs"),
     path("dashboard/live/", views.dashboard_live, name="ui-dashboard-live"),
+    path("pipeline/", views.pipeline, name="ui-pipeline"),
     re_path(rf"^runs/{ID}/$", views.run_detail, name="ui-run"),
     re_path(rf"^runs/{ID}/live/$", views.run_live, name="ui-run-live"),
     re_path(rf"^runs/{ID}/log/$", views.run_log, name="ui-run-log"),

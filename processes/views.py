@@ -15,6 +15,7 @@ from django.db.models import Model
 from django.forms import BaseForm, BaseFormSet
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
@@ -92,6 +93,40 @@ def _dashboard_context(request: HttpRequest) -> dict[str, Any]:
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
     return render(request, "processes/dashboard.html", _dashboard_context(request))
+
+
+@login_required
+def pipeline(request: HttpRequest) -> HttpResponse:
+    """Every job the user may see as one graph (or an application's, ``?application=``),
+    upstream to downstream, coloured by each one's last run, with their queues and the
+    batches that flowed between them."""
+    jobs = visible_jobs(request)
+    applications = sorted(
+        {(j.bus_domain_id, j.bus_domain.name) for j in jobs.select_related("bus_domain")},
+        key=lambda a: a[1],
+    )
+    chosen = request.GET.get("application", "")
+    if chosen:
+        if not chosen.isdigit() or int(chosen) not in {pk for pk, _ in applications}:
+            raise Http404("no such application among your teams' jobs")
+        jobs = jobs.filter(bus_domain_id=int(chosen))
+    name = dict(applications).get(int(chosen)) if chosen else None
+    graph = graphs.pipeline_graph(
+        selectors.job_rows(jobs), f"Pipeline of {name}" if name else "Pipeline of your teams' jobs"
+    )
+    for node in graph.nodes.values():
+        node.url = reverse("ui-job", args=[node.ref])
+    return render(
+        request,
+        "processes/pipeline.html",
+        {
+            "graph": mark_safe(graphs.to_svg(graph)),
+            "jobs": len(graph.nodes),
+            "links": len(graph.edges),
+            "applications": applications,
+            "chosen": int(chosen) if chosen else None,
+        },
+    )
 
 
 @login_required

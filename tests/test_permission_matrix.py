@@ -1557,6 +1557,14 @@ PAGE_TABLE = [
         listed=lambda w: "alpha_orders",
     ),
     _page(
+        "ui-pipeline",
+        "GET",
+        lambda w: "/pipeline/",
+        Need.LOGIN,
+        kind="list",
+        listed=lambda w: "alpha_orders",
+    ),
+    _page(
         "ui-queue",
         "GET",
         lambda w: "/queue/",
