@@ -25,6 +25,7 @@ from bdre.access import Role, can, scope
 from bdre.errors import BdreError, Conflict
 from lineage import graphs
 from processes import (
+    counters,
     forms,
     logfiles,
     orchestrator,
@@ -201,7 +202,7 @@ def job_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     return redirect("ui-job", pk=job.pk)
 
 
-def _annotate(row: Model, **values: float) -> None:
+def _annotate(row: Model, **values: object) -> None:
     """Values for the template on a row, as a queryset's ``annotate`` would set them."""
     for name, value in values.items():
         setattr(row, name, value)
@@ -238,6 +239,8 @@ def _run_context(request: HttpRequest, pk: int) -> dict[str, Any]:
             offset_pct=100 * (step.start_ts - first).total_seconds() / span,
             width_pct=max(100 * (end - step.start_ts).total_seconds() / span, 0.8),
             seconds=(end - step.start_ts).total_seconds(),
+            labelled=counters.labelled(step.counters),
+            adds_up=counters.how_they_add_up(step.counters),
         )
     logs = ProcessLog.objects.filter(instance_exec__in=[run, *steps]).order_by("id")[:200]
     q = request.GET.get("q", "")[:LOG_QUERY_MAX]

@@ -1,7 +1,7 @@
 """What the dashboard shows, per job the user may see: its last run, its next scheduled run,
-its queue (depth, oldest waiting batch, dead letters) and its failures of the last 24 hours
-that no later run resolved; and over the last 24 hours, runs per hour and the depth of the
-queue."""
+its queue (depth, oldest waiting batch, dead letters), its failures of the last 24 hours
+that no later run resolved and the rows its steps set aside in them (bad, duplicates); and
+over the last 24 hours, runs per hour and the depth of the queue."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from django.db.models import Count, Max, Min, Q, QuerySet
 from django.utils import timezone
 
 from batches.models import CLAIMABLE_STATES, ArchiveConsumpQueue, BatchConsumpQueue, BatchState
-from processes import schedules
+from processes import counters, schedules
 from processes.models import ExecState, InstanceExec, Process, ProcessQuerySet
 
 
@@ -28,6 +28,7 @@ class JobRow:
     oldest_waiting: datetime | None
     dead_letters: int
     failures_24h: int
+    set_aside_24h: dict[str, int]  # rows its steps set aside, by why (processes.counters)
 
 
 @dataclass
@@ -80,6 +81,18 @@ def job_rows(jobs: ProcessQuerySet, now: datetime | None = None) -> list[JobRow]
         .annotate(n=Count("id"))
         .values_list("process_id", "n")
     )
+    set_aside: dict[int, dict[str, int]] = {}
+    has_any = Q()
+    for key in counters.SET_ASIDE:
+        has_any |= Q(counters__has_key=key)
+    step_runs = InstanceExec.objects.filter(
+        has_any, process__parent_id__in=ids, end_ts__gte=now - timedelta(hours=24)
+    ).values_list("process__parent_id", "counters")
+    for job_id, counted in step_runs:
+        assert job_id is not None  # a step run's step has its job: filtered on it
+        into = set_aside.setdefault(job_id, {})
+        for why, n in counters.set_aside(counted).items():
+            into[why] = into.get(why, 0) + n
     schedule_of = schedules.schedules_of(ids)
     rows = []
     for job in live_jobs:
@@ -95,6 +108,7 @@ def job_rows(jobs: ProcessQuerySet, now: datetime | None = None) -> list[JobRow]
                 oldest_waiting=queue.get("oldest"),
                 dead_letters=queue.get("dead", 0),
                 failures_24h=failures.get(job.pk, 0),
+                set_aside_24h=set_aside.get(job.pk, {}),
             )
         )
     return rows

@@ -1,0 +1,70 @@
+"""What a run counted, in words (processes/counters.py): the run page labels each counter and
+says how the rows read became the rows written; the dashboard counts, per job, the rows its
+steps set aside in the last 24 hours."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from processes import counters
+from tests.helpers.lifecycle import steps_of
+from tests.helpers.runs import job_run, step_run
+
+pytestmark = pytest.mark.django_db
+
+SHRED = {
+    "files": 2,
+    "rows_in": 800,
+    "rows_out": 463,
+    "bad_rows": 80,
+    "dup_in_batch_natural": 200,
+    "dup_cross_batch_natural": 57,
+    "dup_in_batch_synthetic": 3,
+    "dup_cross_batch_synthetic": 0,
+    "callable_note": 1,
+}
+
+
+def test_a_shred_runs_numbers_are_labelled_and_add_up_in_one_sentence():
+    shown = counters.labelled(SHRED)
+    assert [c.key for c in shown][:4] == ["files", "rows_in", "rows_out", "bad_rows"]
+    assert shown[-1].label == "callable note", "a counter of its own, under its own name"
+    assert counters.how_they_add_up(SHRED) == (
+        "800 rows read = 463 written + 80 bad + 257 duplicates dropped (200 within the batch, "
+        "57 already delivered before). 3 written events had an id another event had, and "
+        "were given a new one (they are different events, so they are kept)."
+    )
+    assert counters.set_aside(SHRED) == {"bad": 80, "duplicates": 257}
+
+
+def test_numbers_that_do_not_add_up_are_called_out_and_a_run_without_them_says_nothing():
+    lost = {"rows_in": 100, "rows_out": 90, "bad_rows": 5}
+    assert counters.how_they_add_up(lost).endswith(
+        "These add up to 95, not 100: rows were lost or added."
+    )
+    assert counters.how_they_add_up({"files": 3}) == ""
+    assert counters.how_they_add_up({"rows_in": "many", "rows_out": 1}) == ""
+
+
+def test_the_run_page_labels_counters_and_the_dashboard_counts_rows_set_aside(
+    make_job, team, client
+):
+    job = make_job("shred", steps=1)
+    (step,) = steps_of(job)
+    now = timezone.now()
+    run = job_run(job, start_ts=now - timedelta(minutes=5))
+    step_run(run, step, **SHRED)
+    old = job_run(job, start_ts=now - timedelta(hours=30))
+    step_run(old, step, bad_rows=1000)
+    client.force_login(team.viewer)
+
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert '<span class="counter" title="bad_rows">bad rows, set aside with their reason <b>80' in (
+        page
+    )
+    assert "800 rows read = 463 written + 80 bad + 257 duplicates dropped" in page
+    dashboard = client.get("/").content.decode()
+    assert "<td>80 bad · 257 duplicates</td>" in dashboard, "the last 24 hours only"
