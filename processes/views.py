@@ -46,6 +46,7 @@ from processes.models import (
 )
 from processes.selectors import dashboard as selectors
 from processes.selectors import jobs as jobs_selector
+from processes.selectors import run_io
 from processes.step_kinds import expectations
 
 
@@ -232,6 +233,7 @@ def _run_context(request: HttpRequest, pk: int) -> dict[str, Any]:
     now = timezone.now() if run.exec_state_id == ExecState.RUNNING else run.start_ts
     last = max([s.end_ts or max(s.start_ts, now) for s in steps] + [run.end_ts or now])
     span = max((last - first).total_seconds(), 1.0)
+    io = run_io.step_io(request.user, run, steps)
     for step in steps:
         end = step.end_ts or last
         _annotate(
@@ -241,6 +243,7 @@ def _run_context(request: HttpRequest, pk: int) -> dict[str, Any]:
             seconds=(end - step.start_ts).total_seconds(),
             labelled=counters.labelled(step.counters),
             adds_up=counters.how_they_add_up(step.counters),
+            io=io[step.pk],
         )
     logs = ProcessLog.objects.filter(instance_exec__in=[run, *steps]).order_by("id")[:200]
     q = request.GET.get("q", "")[:LOG_QUERY_MAX]
