@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -43,6 +44,9 @@ PURGE_TASK = "processes.tasks.purge_step_logs"
 PURGE_EVERY_SECONDS = 3600
 CUT_MARKER = "[bdre] ... {cut} bytes cut here (BDRE_STEP_LOG_MAX_BYTES) ..."
 SMALLEST_BOUND = 4096  # below it a head and a tail hold nothing useful
+# The lines spark_progress writes, as FORMAT gives them: "... INFO bdre.spark: Spark stage 3
+# (...): 2/2 tasks done ...", "... Spark job 1 SUCCEEDED ...", "... Spark stage 5 of operation".
+PROGRESS = re.compile(r" INFO bdre\.spark: Spark (?:job|stage) \d")
 FORMAT = logging.Formatter(
     "%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S"
 )
@@ -242,6 +246,7 @@ class StepLog:
     size: int = 0
     cut: bool = False  # the middle was cut by the bound
     exists: bool = False
+    progress_hidden: int = 0  # Spark's progress lines left out (``progress=False``)
 
     @property
     def shown_all(self) -> bool:
@@ -260,8 +265,17 @@ def step_runs_of(run: InstanceExec) -> list[InstanceExec]:
     )
 
 
-def read(step_run: InstanceExec, *, q: str = "", tail: int | None = None) -> StepLog:
-    """The step run's lines, filtered by ``q`` and cut to the last ``tail``."""
+def is_progress(line: str) -> bool:
+    """A line of Spark's progress (processes/step_kinds/spark_progress.py): its jobs and
+    stages as they advance, most of a Spark step's lines."""
+    return PROGRESS.search(line) is not None
+
+
+def read(
+    step_run: InstanceExec, *, q: str = "", tail: int | None = None, progress: bool = True
+) -> StepLog:
+    """The step run's lines, without Spark's progress unless ``progress``, filtered by ``q``
+    and cut to the last ``tail``."""
     found = StepLog(step_run=step_run)
     if step_run.parent_id is None:
         return found
@@ -275,6 +289,10 @@ def read(step_run: InstanceExec, *, q: str = "", tail: int | None = None) -> Ste
     found.exists, found.size, found.total_lines = True, len(data), len(lines)
     marker = CUT_MARKER.split("{cut}")[0]
     found.cut = any(line.startswith(marker) for line in lines)
+    if not progress:
+        kept = [line for line in lines if not is_progress(line)]
+        found.progress_hidden = len(lines) - len(kept)
+        lines = kept
     if q:
         needle = q.casefold()
         lines = [line for line in lines if needle in line.casefold()]

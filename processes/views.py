@@ -247,13 +247,21 @@ def _run_context(request: HttpRequest, pk: int) -> dict[str, Any]:
         )
     logs = ProcessLog.objects.filter(instance_exec__in=[run, *steps]).order_by("id")[:200]
     q = request.GET.get("q", "")[:LOG_QUERY_MAX]
+    # Spark's progress is most of a Spark step's lines: shown on request only.
+    progress = request.GET.get("progress") == "1"
     return {
+        "progress": progress,
         "run": run,
         "steps": steps,
         "logs": logs,
         "q": q,
         "step_logs": [
-            logfiles.read(step, q=q, tail=LOG_MATCHES_SHOWN if q else LOG_TAIL_SHOWN)
+            logfiles.read(
+                step,
+                q=q,
+                tail=LOG_MATCHES_SHOWN if q else LOG_TAIL_SHOWN,
+                progress=progress,
+            )
             for step in steps
         ],
         "checks": [_shown_check(s.process.name, check) for s in steps for check in s.checks],

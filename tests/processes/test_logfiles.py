@@ -214,6 +214,33 @@ def test_the_run_page_search_shows_only_the_matching_lines_whatever_their_case(t
     assert "stdout: printed w1" in live and "Traceback" not in live
 
 
+def test_the_run_page_hides_sparks_progress_until_asked_and_the_download_keeps_it(team, failed):
+    run, step_run = failed
+    stages = [
+        f"2026-11-29 20:09:3{n}.166 INFO bdre.spark: Spark stage {n} (parquet at "
+        f"NativeMethodAccessorImpl.java:0): {n}/4 tasks done, 1 running, 0 failed"
+        for n in range(4)
+    ]
+    with logfiles.log_path(run.pk, step_run.pk).open("a") as log:
+        log.write("2026-11-29 20:09:30.100 INFO bdre.spark: Spark job 0 RUNNING (stages 0)\n")
+        log.write("\n".join(stages) + "\n")
+        log.write("2026-11-29 20:09:40.100 INFO bdre.spark: Spark application local-17\n")
+    client = client_as(team.viewer)
+
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "Spark stage 1 (parquet" not in page and "Spark job 0 RUNNING" not in page
+    assert "Spark application local-17" in page, "what the step is, kept"
+    assert "5 lines of Spark's progress hidden" in page
+    assert '<a href="?progress=1" data-testid="show-progress">show them</a>' in page
+    shown = client.get(f"/runs/{run.pk}/", {"progress": "1"}).content.decode()
+    assert all(line in shown for line in stages)
+    assert '<input type="hidden" name="progress" value="1">' in shown
+    live = client.get(f"/runs/{run.pk}/live/", {"progress": "0"}).content.decode()
+    assert "Spark stage 2 (parquet" not in live
+    download = client.get(f"/runs/{run.pk}/log/", {"step": step_run.pk}).content.decode()
+    assert all(line in download for line in stages)
+
+
 def test_the_download_is_the_whole_log_as_a_text_file(team, failed):
     run, step_run = failed
     client = client_as(team.viewer)
