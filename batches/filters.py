@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from django.db.models import Q, QuerySet
 from django_filters import rest_framework as filters
 
-from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, File
+from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, File, Partition
 from bdre.filters import FilterSet, IdFilter, date_range
 
 QUEUE_FIELDS = (
@@ -48,10 +49,29 @@ class BatchFilter(FilterSet):
         field_name="source_instance_exec__process", help_text="the job whose run produced it"
     )
     created = date_range("created_ts")
+    file = filters.CharFilter(
+        method="with_file", help_text="part of the path of one of its files (a file name)"
+    )
+    table = filters.CharFilter(
+        method="with_table",
+        help_text="a table it has a published partition of: part of its name, or db.table",
+    )
 
     class Meta:
         model = Batch
         fields = ("source_instance_exec", "batch_type")
+
+    def with_file(self, rows: QuerySet[Batch], name: str, value: str) -> QuerySet[Batch]:
+        # A subquery: a batch of many matching files is listed once.
+        return rows.filter(pk__in=File.objects.filter(path__icontains=value).values("batch"))
+
+    def with_table(self, rows: QuerySet[Batch], name: str, value: str) -> QuerySet[Batch]:
+        named = Q(table__table_name__icontains=value)
+        database, _, table = value.partition(".")
+        if table:
+            named |= Q(table__dbname__iexact=database, table__table_name__iexact=table)
+        published = Partition.objects.filter(named, state=Partition.State.PUBLISHED)
+        return rows.filter(pk__in=published.values("batch"))
 
 
 class FileFilter(FilterSet):

@@ -95,6 +95,9 @@ def batches(user: AnyUser) -> QuerySet[Batch]:
         .annotate(
             file_count=Coalesce(Subquery(files.annotate(n=Count("id")).values("n")), 0),
             file_bytes=Subquery(files.annotate(n=Sum("file_size")).values("n")),
+            first_file=Subquery(
+                File.objects.filter(batch=OuterRef("pk")).order_by("path").values("path")[:1]
+            ),
             waiting=Coalesce(Subquery(waiting), 0),
         )
         .order_by("-id")

@@ -4,7 +4,7 @@ the processes whose queries wrote it. What they show goes through ``lineage.visi
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import mark_safe
 
@@ -16,16 +16,44 @@ from lineage import graphs, quality, visibility
 
 @login_required
 def search(request: HttpRequest) -> HttpResponse:
+    """Tables whose name holds the text, then columns whose own name does (not every column of
+    a table whose name does), within one table on request (``?table=``)."""
     # NUL cannot go into a PostgreSQL string; nothing could match it anyway
     text = request.GET.get("q", "").replace("\x00", "").strip()[:200]
     nodes = visibility.nodes(request.user)
+    tables = nodes.filter(container_node__isnull=True)
+    columns = nodes.filter(container_node__isnull=False)
+    within = None
+    asked = request.GET.get("table", "")
+    if asked:
+        if not asked.isdigit():
+            raise Http404("no such table")
+        within = get_object_or_404(tables, pk=asked)
+        columns = columns.filter(container_node=within)
     if text:
-        nodes = nodes.filter(qualified_name__icontains=text)
-    tables = nodes.filter(container_node__isnull=True).order_by("qualified_name")[:100]
-    columns = (
-        nodes.filter(container_node__isnull=False).order_by("qualified_name")[:100] if text else []
+        tables = tables.filter(qualified_name__icontains=text)
+        columns = columns.filter(display_name__icontains=text)
+    shown = bool(text or within)
+    return render(
+        request,
+        "lineage/search.html",
+        {
+            "q": text,
+            "within": within,
+            "tables": tables.order_by("qualified_name")[:SHOWN] if not within else [],
+            "table_count": tables.count() if not within else 0,
+            "columns": columns.order_by(
+                "container_node__qualified_name", "node_order", "display_name"
+            )[:SHOWN]
+            if shown
+            else [],
+            "column_count": columns.count() if shown else 0,
+            "shown": SHOWN,
+        },
     )
-    return render(request, "lineage/search.html", {"q": text, "tables": tables, "columns": columns})
+
+
+SHOWN = 100  # of each list; the counts say how many matched
 
 
 @login_required
