@@ -14,7 +14,7 @@ from django.db.models import QuerySet
 from django.forms import formset_factory
 
 from bdre.access import AnyUser, Role, scope, teams
-from processes import registry, schedules
+from processes import registry, schedules, step_kinds
 from processes.models import (
     BusDomain,
     Process,
@@ -83,6 +83,23 @@ class TeamMultipleChoiceField(forms.ModelMultipleChoiceField):
 
     def label_from_instance(self, obj: Process) -> str:
         return in_team(obj)
+
+
+def kind_reference() -> list[dict[str, Any]]:
+    """Every step type with the properties its kind reads (key, default, help), for the
+    registration pages: listed, and shown beside a step once its kind is chosen."""
+    return [
+        {
+            "id": kind.pk,
+            "name": kind.name,
+            "kind": kind.job_kind,
+            "properties": [
+                {"key": key, "default": default, "help": meaning}
+                for key, default, meaning in step_kinds.documented(kind.job_kind)
+            ],
+        }
+        for kind in ProcessType.objects.filter(parent_process_type__isnull=False).order_by("pk")
+    ]
 
 
 class StepKindField(forms.ModelChoiceField):

@@ -410,7 +410,11 @@ def job_new(request: HttpRequest) -> HttpResponse:
             count = "1 step" if len(filled) == 1 else f"{len(filled)} steps"
             messages.success(request, f"{job.name} is registered with {count}.")
             return redirect("ui-job", pk=job.pk)
-    return render(request, "processes/job_new.html", {"form": job_form, "steps": steps})
+    return render(
+        request,
+        "processes/job_new.html",
+        {"form": job_form, "steps": steps, "kinds": forms.kind_reference()},
+    )
 
 
 @login_required
@@ -579,6 +583,7 @@ def job_edit(request: HttpRequest, pk: int) -> HttpResponse:
             "form": job_form,
             "steps": step_forms,
             "new_steps": new_steps,
+            "kinds": forms.kind_reference(),
             "running": InstanceExec.objects.filter(
                 process=job, exec_state_id=ExecState.RUNNING
             ).first(),

@@ -174,6 +174,19 @@ def find(name: str) -> StepKind | None:
         return None
 
 
+def documented(name: str) -> list[tuple[str, str | None, str]]:
+    """What the kind ``name`` reads of a step's properties, as ``(group.key, default, help)``
+    (none for a name no kind has): what the registration pages show beside a step's kind."""
+    kind = find(name)
+    if kind is None:
+        return []
+    return [
+        (f"{group}.{key}", prop.default, prop.help)
+        for group, keys in kind.properties.items()
+        for key, prop in keys.items()
+    ]
+
+
 def get(name: str) -> StepBody:
     return spec_of(name).run
 

@@ -38,6 +38,14 @@ def test_a_developer_registers_runs_and_inspects_a_job(team, live_server, browse
     for i, name in enumerate(("browser_job_first", "browser_job_second")):
         page.fill(f"input[name=step-{i}-name]", name)
         page.select_option(f"select[name=step-{i}-kind]", str(CALL))
+        # The kind chosen, what it reads shows under the step, and as the box's placeholder.
+        help = page.locator("[data-testid=kind-help]").nth(i)
+        assert "callable.path (no default)" in help.inner_text()
+        assert (
+            page.locator(f"textarea[name=step-{i}-properties]")
+            .get_attribute("placeholder")
+            .startswith("callable.path = …")
+        )
         page.fill(
             f"textarea[name=step-{i}-properties]",
             "callable.path = tests.processes.callables.sleep\ntest.sleep = 2",
