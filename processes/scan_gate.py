@@ -124,13 +124,33 @@ def start(
         return started
 
 
+# Why a scan passes a key over this time (its counters), as a person reads it.
+NOT_READY = {
+    "skipped_young": "younger than the scan's minimum age",
+    "skipped_in_flight": "still being written",
+    "skipped_empty": "empty",
+    "skipped_unsafe": "with a name the scan refuses",
+}
+
+
 def _nothing_new(found: list[CheckResult]) -> str:
     listed = sum(f.listed for f in found)
     waiting = sum(f.not_ready for f in found)
-    text = f"nothing new: {listed} keys listed"
-    if waiting:
-        text += f", {waiting} not ready yet"
-    return text
+    text = f"nothing new: {listed} key{'' if listed == 1 else 's'} listed"
+    if not waiting:
+        return text
+    why: dict[str, int] = {}
+    for f in found:
+        for reason, n in f.why_not_ready.items():
+            words = NOT_READY.get(reason, "not files of the folder's own")
+            why[words] = why.get(words, 0) + n
+    ready = min((f.ready_at for f in found if f.ready_at), default="")
+    said = []
+    for words, n in why.items():
+        if words == NOT_READY["skipped_young"] and ready:
+            words += f", the first ready at {datetime.fromisoformat(ready):%H:%M:%S} UTC"
+        said.append(f"{n} {words}")
+    return f"{text}, {waiting} not ready yet" + (f" ({'; '.join(said)})" if said else "")
 
 
 def _quiet(

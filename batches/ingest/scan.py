@@ -34,7 +34,7 @@ import bisect
 import fnmatch
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.db.models import F, Value
@@ -492,6 +492,10 @@ class CheckResult:
     new: int = 0
     not_ready: int = 0
     reconciled: bool = False
+    # why the keys not ready were passed over (a scan's counter -> keys), and when the first
+    # of those younger than the minimum age will be old enough (ISO 8601, UTC)
+    why_not_ready: dict[str, int] = field(default_factory=dict)
+    ready_at: str = ""
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -547,6 +551,11 @@ def _count_new(scanner: _Scanner, page: list[ObjectInfo], found: CheckResult) ->
             ready.append(obj)
         elif reason != "skipped_excluded":  # another step's file: not "not ready yet"
             found.not_ready += 1
+            found.why_not_ready[reason] = found.why_not_ready.get(reason, 0) + 1
+            if reason == "skipped_young":
+                age = timedelta(seconds=scanner.options.min_age_seconds)
+                at = (obj.last_modified + age).astimezone(UTC).isoformat()
+                found.ready_at = min(found.ready_at or at, at)
     uris = {scanner.storage.uri_of(o.key): o for o in ready}
     known = scanner.registered(uris)
     for uri, obj in uris.items():

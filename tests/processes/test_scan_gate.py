@@ -7,9 +7,10 @@ from __future__ import annotations
 import io
 import json
 import multiprocessing
+import os
 import time
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,25 @@ def listing_then(action: Callable[[], None], monkeypatch, *, times: int = 1) -> 
 
 
 @pytest.mark.django_db
+def test_a_file_younger_than_the_minimum_age_is_said_with_when_it_will_be_ready(
+    team, landing, sent, django_capture_on_commit_callbacks
+):
+    job = _ingest(team, landing, min_age_seconds="600")
+    land(landing, "a.tsv")
+    landed = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=30)
+    os.utime(landing / "a.tsv", (landed.timestamp(), landed.timestamp()))
+    (landing / "b.tsv_current").write_text("half an event")
+
+    result = tick(job, sent, django_capture_on_commit_callbacks)
+    assert result["outcome"] == "nothing_new"
+    ready = landed + timedelta(seconds=600)
+    assert ScanState.objects.get(process=job.steps.get()).last_check["detail"] == (
+        "nothing new: 2 keys listed, 2 not ready yet (1 younger than the scan's minimum age, "
+        f"the first ready at {ready:%H:%M:%S} UTC; 1 still being written)"
+    )
+
+
+@pytest.mark.django_db
 def test_scheduled_scans_with_nothing_new_start_no_run_until_a_file_lands(
     ingest, landing, sent, django_capture_on_commit_callbacks
 ):
@@ -109,7 +129,9 @@ def test_scheduled_scans_with_nothing_new_start_no_run_until_a_file_lands(
     tick(job, sent, django_capture_on_commit_callbacks)
     state.refresh_from_db()
     assert state.last_check["listed"] == 1 and state.last_check["not_ready"] == 1
-    assert state.last_check["detail"] == "nothing new: 1 keys listed, 1 not ready yet"
+    assert state.last_check["detail"] == (
+        "nothing new: 1 key listed, 1 not ready yet (1 still being written)"
+    )
     assert not InstanceExec.objects.exists() and Batch.objects.count() == batches
 
     land(landing, "a.tsv")
