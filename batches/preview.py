@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 DEFAULT_ROWS = 20
 MAX_ROWS = 200
 MAX_TEXT = 300  # characters of a value shown; a nested value is shown as JSON
-READ_BYTES = 8 << 20  # an object store's file is read in ranges this long
+READ_BYTES = 1 << 20  # an object store's file is read in ranges this long (pages are ~1 MB)
 
 
 @dataclass
@@ -54,15 +54,22 @@ def preview(partition: Partition, rows: int = DEFAULT_ROWS) -> Preview:
         )
     try:
         files = _files(partition.location)
-    except OSError as exc:
+    except _store_errors() as exc:
         raise _unreadable(partition, "its folder could not be listed", exc) from exc
+    # pyarrow's errors: ArrowInvalid (not Parquet, a truncated file) is a ValueError, an
+    # unknown codec a NotImplementedError, a type it cannot convert a TypeError.
+    unreadable: tuple[type[Exception], ...] = (
+        *_store_errors(),
+        ValueError,
+        TypeError,
+        NotImplementedError,
+    )
     shown: Preview | None = None
     for name, opener in files:
         try:
             with opener() as handle:
                 shown = _read(partition, handle, rows, shown)
-        except (OSError, ValueError) as exc:
-            # pyarrow's ArrowInvalid (not Parquet, a truncated file) is a ValueError.
+        except unreadable as exc:
             raise _unreadable(partition, f"{name} is not a readable Parquet file", exc) from exc
         if shown.more:
             break
@@ -184,6 +191,16 @@ class _S3Object(io.RawIOBase):
         buffer[: len(data)] = data
         self._at += len(data)
         return len(data)
+
+
+def _store_errors() -> tuple[type[Exception], ...]:
+    """What a listing or a read of the partition's store raises when it cannot answer: a
+    missing folder, refused credentials, an endpoint down, an object deleted meanwhile."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from batches.ingest.storage import StorageError
+
+    return (OSError, StorageError, BotoCoreError, ClientError)
 
 
 def _unreadable(partition: Partition, why: str, exc: Exception) -> BdreError:

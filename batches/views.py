@@ -218,7 +218,7 @@ def table_detail(request: HttpRequest, pk: int) -> HttpResponse:
     asked = request.GET.get("preview", "")
     chosen: Partition | None
     if asked:
-        if not asked.isdigit():
+        if not (asked.isascii() and asked.isdigit() and len(asked) < 19):
             raise Http404("no such partition")
         chosen = get_object_or_404(selectors.table_partitions(table, every_attempt=own), pk=asked)
     else:

@@ -79,10 +79,11 @@ def how_they_add_up(counters: Mapping[str, Any]) -> str:
     if total != rows_in:
         sentence += f" These add up to {total:,}, not {rows_in:,}: rows were lost or added."
     synthetic = [
-        counters.get("dup_in_batch_synthetic", 0),
-        counters.get("dup_cross_batch_synthetic", 0),
+        n
+        for n in (counters.get("dup_in_batch_synthetic"), counters.get("dup_cross_batch_synthetic"))
+        if isinstance(n, int)
     ]
-    if any(isinstance(n, int) and n for n in synthetic):
+    if any(synthetic):
         sentence += (
             f" {sum(synthetic):,} written events had an id another event had, and were given"
             " a new one (they are different events, so they are kept)."

@@ -47,6 +47,7 @@ SMALLEST_BOUND = 4096  # below it a head and a tail hold nothing useful
 # The lines spark_progress writes, as FORMAT gives them: "... INFO bdre.spark: Spark stage 3
 # (...): 2/2 tasks done ...", "... Spark job 1 SUCCEEDED ...", "... Spark stage 5 of operation".
 PROGRESS = re.compile(r" INFO bdre\.spark: Spark (?:job|stage) \d")
+FAILURE = re.compile(r" FAILED\b|, [1-9]\d* failed$")
 FORMAT = logging.Formatter(
     "%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S"
 )
@@ -267,8 +268,9 @@ def step_runs_of(run: InstanceExec) -> list[InstanceExec]:
 
 def is_progress(line: str) -> bool:
     """A line of Spark's progress (processes/step_kinds/spark_progress.py): its jobs and
-    stages as they advance, most of a Spark step's lines."""
-    return PROGRESS.search(line) is not None
+    stages as they advance, most of a Spark step's lines; not one that tells of a failure
+    (a job FAILED, a stage with failed tasks), which explains the step's error."""
+    return PROGRESS.search(line) is not None and FAILURE.search(line) is None
 
 
 def read(

@@ -109,7 +109,9 @@ def pipeline(request: HttpRequest) -> HttpResponse:
     )
     chosen = request.GET.get("application", "")
     if chosen:
-        if not chosen.isdigit() or int(chosen) not in {pk for pk, _ in applications}:
+        if not (chosen.isascii() and chosen.isdigit() and len(chosen) < 19) or int(chosen) not in {
+            pk for pk, _ in applications
+        }:
             raise Http404("no such application among your teams' jobs")
         jobs = jobs.filter(bus_domain_id=int(chosen))
     name = dict(applications).get(int(chosen)) if chosen else None

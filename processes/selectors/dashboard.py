@@ -85,8 +85,12 @@ def job_rows(jobs: ProcessQuerySet, now: datetime | None = None) -> list[JobRow]
     has_any = Q()
     for key in counters.SET_ASIDE:
         has_any |= Q(counters__has_key=key)
+    # Successful step runs: a failed one's batch is counted by the run that delivers it.
     step_runs = InstanceExec.objects.filter(
-        has_any, process__parent_id__in=ids, end_ts__gte=now - timedelta(hours=24)
+        has_any,
+        process__parent_id__in=ids,
+        exec_state_id=ExecState.SUCCESS,
+        end_ts__gte=now - timedelta(hours=24),
     ).values_list("process__parent_id", "counters")
     for job_id, counted in step_runs:
         assert job_id is not None  # a step run's step has its job: filtered on it

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Sum
 
 from batches import selectors as batch_selectors
-from batches.models import ArchiveConsumpQueue, BatchConsumpQueue, Partition
+from batches.models import ArchiveConsumpQueue, BatchConsumpQueue, File, Partition
 from bdre.access import AnyUser
 from processes.models import SCHEDULE_GROUP, InstanceExec, Property
 
@@ -55,23 +55,27 @@ def step_io(user: AnyUser, run: InstanceExec, steps: list[InstanceExec]) -> dict
     visible = set(named.values())
     for step in steps:
         found[step.pk].read = [Read(n, named.get(str(n).lower())) for n in step.inputs or []]
-    # The batches each step consumed for the run's batch: queue rows, live and archived.
+    # The batches each step consumed for the run's batch: queue rows, live and archived (a
+    # batch claimed twice, by a retry, is one batch); their files counted per batch.
     step_of = {s.process_id: s.pk for s in steps}
+    pairs: dict[int, set[int]] = defaultdict(set)
     if run.target_batch_id is not None:
         for rows in (BatchConsumpQueue, ArchiveConsumpQueue):
-            consumed = (
-                rows.objects.filter(target_batch_id=run.target_batch_id, process_id__in=step_of)
-                .values("process_id", "source_batch_id")
-                .annotate(
-                    files=Count("source_batch__files"),
-                    size=Sum("source_batch__files__file_size"),
-                )
-                .order_by("source_batch_id")
-            )
-            for row in consumed:
-                into = found[step_of[row["process_id"]]].consumed
-                if all(c.batch_id != row["source_batch_id"] for c in into):
-                    into.append(Consumed(row["source_batch_id"], row["files"], row["size"] or 0))
+            for process_id, batch_id in rows.objects.filter(
+                target_batch_id=run.target_batch_id, process_id__in=step_of
+            ).values_list("process_id", "source_batch_id"):
+                pairs[process_id].add(batch_id)
+    counted = (
+        File.objects.filter(batch_id__in={b for bs in pairs.values() for b in bs})
+        .values("batch_id")
+        .annotate(n=Count("id"), size=Sum("file_size"))
+        .values_list("batch_id", "n", "size")
+    )
+    files = {batch_id: (n, size or 0) for batch_id, n, size in counted}
+    for process_id, batch_ids in pairs.items():
+        found[step_of[process_id]].consumed = [
+            Consumed(b, *files.get(b, (0, 0))) for b in sorted(batch_ids)
+        ]
     for partition in (
         Partition.objects.filter(step_run_id__in=found)
         .select_related("table")

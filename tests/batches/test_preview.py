@@ -98,7 +98,8 @@ def test_an_owner_previews_any_attempt_and_a_shared_reader_only_published_ones(
     page = client.get(f"/tables/{table.pk}/", {"preview": old.pk}).content.decode()
     assert "(replaced, not what readers see)" in page
     assert "<td>e0</td>" in page and "<td>e5</td>" not in page
-    assert client.get(f"/tables/{table.pk}/", {"preview": "x"}).status_code == 404
+    for odd in ("x", "²", "9" * 30):
+        assert client.get(f"/tables/{table.pk}/", {"preview": odd}).status_code == 404
 
     url = f"/api/v1/tables/{table.pk}/preview/"
     client.force_login(team.outsider)
@@ -220,3 +221,40 @@ def test_a_partition_on_s3_is_read_in_ranges_without_fetching_whole_files(
     assert len(body["rows"][0][2]) == 300 and body["rows"][0][2].endswith("…"), "cut at 300"
     assert body["more"] is True
     assert 0 < sum(fetched) < local.stat().st_size / 3, "the footer and one row group"
+
+
+def test_a_store_that_cannot_be_read_is_explained_not_a_server_error(
+    make_job, team, s3_endpoint, settings
+):
+    from batches.ingest.storage import s3_client
+
+    bucket = f"gone-{uuid.uuid4().hex[:12]}"
+    client = s3_client(endpoint_url=s3_endpoint, region="us-east-1")
+    client.create_bucket(Bucket=bucket)
+    settings.SPARK_CONF = {
+        f"spark.hadoop.fs.s3a.bucket.{bucket}.{key}": value
+        for key, value in {
+            "endpoint": s3_endpoint,
+            "connection.ssl.enabled": "false",
+            "access.key": "testing",
+            "secret.key": "testing",
+        }.items()
+    }
+    table = HiveTableFactory(
+        bus_domain=team.application, table_name="events", location=f"s3a://{bucket}/events"
+    )
+    job = make_job("shred", steps=1)
+    (step,) = steps_of(job)
+    batch = lifecycle.init_job(job.pk).target_batch_id
+    step_run = lifecycle.init_step(step.pk)
+    location = partitions.attempt_location(table, batch, step_run)
+    partitions.record_written(
+        table, batch_id=batch, step_run_id=step_run, location=location, rows=1, size=1
+    )
+    lifecycle.halt_step(step.pk)
+    lifecycle.halt_job(job.pk)
+    client.delete_bucket(Bucket=bucket)  # the store went away under the published partition
+
+    answer = api_as(team.viewer).get(f"/api/v1/tables/{table.pk}/preview/")
+    assert answer.status_code == 404
+    assert answer.json()["message"].endswith("its folder could not be listed (StorageError)")

@@ -225,11 +225,17 @@ def test_the_run_page_hides_sparks_progress_until_asked_and_the_download_keeps_i
         log.write("2026-11-29 20:09:30.100 INFO bdre.spark: Spark job 0 RUNNING (stages 0)\n")
         log.write("\n".join(stages) + "\n")
         log.write("2026-11-29 20:09:40.100 INFO bdre.spark: Spark application local-17\n")
+        log.write("2026-11-29 20:09:41.100 INFO bdre.spark: Spark job 1 FAILED (stages 4)\n")
+        log.write(
+            "2026-11-29 20:09:41.200 INFO bdre.spark: Spark stage 4 (save at "
+            "NativeMethodAccessorImpl.java:0): 3/4 tasks done, 0 running, 1 failed\n"
+        )
     client = client_as(team.viewer)
 
     page = client.get(f"/runs/{run.pk}/").content.decode()
     assert "Spark stage 1 (parquet" not in page and "Spark job 0 RUNNING" not in page
     assert "Spark application local-17" in page, "what the step is, kept"
+    assert "Spark job 1 FAILED" in page and "0 running, 1 failed" in page, "a failure, kept"
     assert "5 lines of Spark's progress hidden" in page
     assert '<a href="?progress=1" data-testid="show-progress">show them</a>' in page
     shown = client.get(f"/runs/{run.pk}/", {"progress": "1"}).content.decode()

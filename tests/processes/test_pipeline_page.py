@@ -74,7 +74,8 @@ def test_a_users_pipeline_holds_only_his_teams_jobs_and_one_application_on_reque
     chosen = client.get("/pipeline/", {"application": team.other_application.pk})
     assert "Pipeline of ads" in chosen.content.decode()
     assert client.get("/pipeline/", {"application": team.application.pk}).status_code == 404
-    assert client.get("/pipeline/", {"application": "x"}).status_code == 404
+    for odd in ("x", "²", "9" * 30):
+        assert client.get("/pipeline/", {"application": odd}).status_code == 404
     assert other.bus_domain_id == team.other_application.pk
 
 
