@@ -161,10 +161,11 @@ def test_an_empty_batch_shows_that_it_holds_no_rows(make_job, table, team, clien
     assert "The partition holds no rows" in page
 
 
-def test_a_partition_on_s3_is_read_in_ranges_without_fetching_whole_files(
-    make_job, team, s3_endpoint, settings, monkeypatch, tmp_path
-):
-    from batches import preview
+@pytest.fixture
+def on_s3(make_job, team, s3_endpoint, settings):
+    """A table in a bucket of its own on the S3 endpoint, with SPARK_CONF's options for it,
+    and ``publish(put)``: a run of a job whose step writes the table's partition, ``put``
+    being called with the bucket's client, the bucket and the attempt's key prefix first."""
     from batches.ingest.storage import s3_client
 
     bucket = f"lake-{uuid.uuid4().hex[:12]}"
@@ -184,20 +185,38 @@ def test_a_partition_on_s3_is_read_in_ranges_without_fetching_whole_files(
     )
     job = make_job("shred", steps=1)
     (step,) = steps_of(job)
-    batch = lifecycle.init_job(job.pk).target_batch_id
-    step_run = lifecycle.init_step(step.pk)
-    location = partitions.attempt_location(table, batch, step_run)
+
+    def publish(put, rows: int) -> None:
+        batch = lifecycle.init_job(job.pk).target_batch_id
+        step_run = lifecycle.init_step(step.pk)
+        location = partitions.attempt_location(table, batch, step_run)
+        put(client, bucket, location.split(f"{bucket}/", 1)[1])
+        partitions.record_written(
+            table, batch_id=batch, step_run_id=step_run, location=location, rows=rows, size=1
+        )
+        lifecycle.halt_step(step.pk)
+        lifecycle.halt_job(job.pk)
+
+    return table, client, bucket, publish
+
+
+def test_a_partition_on_s3_is_read_in_ranges_without_fetching_whole_files(
+    team, on_s3, monkeypatch, tmp_path
+):
+    from batches import preview
+
+    table, _, _, publish = on_s3
     # Six row groups of 100 rows, each value 5,000 random characters: the first rows are in
     # the first group, and only it and the footer need reading.
     big = [{**e, "page_url": os.urandom(2500).hex()} for e in EVENTS * 20]
     local = write_parquet(tmp_path / "part.parquet", big, group=100)
-    key = location.split(f"{bucket}/", 1)[1] + "/part-00000.parquet"
-    client.put_object(Bucket=bucket, Key=key, Body=local.read_bytes())
-    partitions.record_written(
-        table, batch_id=batch, step_run_id=step_run, location=location, rows=600, size=1
-    )
-    lifecycle.halt_step(step.pk)
-    lifecycle.halt_job(job.pk)
+
+    def put(client, bucket, prefix):
+        client.put_object(
+            Bucket=bucket, Key=f"{prefix}/part-00000.parquet", Body=local.read_bytes()
+        )
+
+    publish(put, rows=600)
     monkeypatch.setattr(preview, "READ_BYTES", 64 << 10)
     fetched: list[int] = []
     listing_client = partitions._s3_client
@@ -223,36 +242,9 @@ def test_a_partition_on_s3_is_read_in_ranges_without_fetching_whole_files(
     assert 0 < sum(fetched) < local.stat().st_size / 3, "the footer and one row group"
 
 
-def test_a_store_that_cannot_be_read_is_explained_not_a_server_error(
-    make_job, team, s3_endpoint, settings
-):
-    from batches.ingest.storage import s3_client
-
-    bucket = f"gone-{uuid.uuid4().hex[:12]}"
-    client = s3_client(endpoint_url=s3_endpoint, region="us-east-1")
-    client.create_bucket(Bucket=bucket)
-    settings.SPARK_CONF = {
-        f"spark.hadoop.fs.s3a.bucket.{bucket}.{key}": value
-        for key, value in {
-            "endpoint": s3_endpoint,
-            "connection.ssl.enabled": "false",
-            "access.key": "testing",
-            "secret.key": "testing",
-        }.items()
-    }
-    table = HiveTableFactory(
-        bus_domain=team.application, table_name="events", location=f"s3a://{bucket}/events"
-    )
-    job = make_job("shred", steps=1)
-    (step,) = steps_of(job)
-    batch = lifecycle.init_job(job.pk).target_batch_id
-    step_run = lifecycle.init_step(step.pk)
-    location = partitions.attempt_location(table, batch, step_run)
-    partitions.record_written(
-        table, batch_id=batch, step_run_id=step_run, location=location, rows=1, size=1
-    )
-    lifecycle.halt_step(step.pk)
-    lifecycle.halt_job(job.pk)
+def test_a_store_that_cannot_be_read_is_explained_not_a_server_error(team, on_s3):
+    table, client, bucket, publish = on_s3
+    publish(lambda *_: None, rows=1)
     client.delete_bucket(Bucket=bucket)  # the store went away under the published partition
 
     answer = api_as(team.viewer).get(f"/api/v1/tables/{table.pk}/preview/")
