@@ -389,11 +389,22 @@ def size_of(location: str) -> int | None:
 
 
 def _size_of(location: str) -> int:
-    parsed = urlparse(location)
-    if parsed.scheme in ("s3", "s3a"):
-        return sum(o.size for page in _s3_folder(location).pages() for o in page if _is_data(o.key))
-    folder = _local(location)
-    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and _is_data(f.name))
+    return sum(size for _, size in data_files(location))
+
+
+def data_files(location: str, folder: S3Storage | None = None) -> list[tuple[str, int]]:
+    """The data files in an attempt's folder (``folder``, when its S3 listing is at hand),
+    each by its name inside the folder with its size, in name order; none for a local
+    folder that is not there."""
+    if urlparse(location).scheme in ("s3", "s3a"):
+        listed = folder or _s3_folder(location)
+        return sorted((o.key, o.size) for page in listed.pages() for o in page if _is_data(o.key))
+    root = _local(location)
+    return sorted(
+        (str(f.relative_to(root)), f.stat().st_size)
+        for f in root.rglob("*")
+        if f.is_file() and _is_data(f.name)
+    )
 
 
 def _is_data(name: str) -> bool:

@@ -136,18 +136,14 @@ def _files(location: str) -> list[tuple[str, Any]]:
     """The partition's data files, by name, each with a way to open it for reading."""
     if urlparse(location).scheme in ("s3", "s3a"):
         folder = partitions._s3_folder(location)
-        found = sorted(
-            (o.key, o.size) for page in folder.pages() for o in page if partitions._is_data(o.key)
-        )
         return [
             (key, _s3_opener(folder.client, folder.bucket, folder.prefix + key, size))
-            for key, size in found
+            for key, size in partitions.data_files(location, folder)
         ]
     root = partitions._local(location)
     if not root.is_dir():
         raise FileNotFoundError(f"{location}: no such folder")
-    found_files = sorted(p for p in root.rglob("*") if p.is_file() and partitions._is_data(p.name))
-    return [(str(p.relative_to(root)), _local_opener(p)) for p in found_files]
+    return [(name, _local_opener(root / name)) for name, _ in partitions.data_files(location)]
 
 
 def _local_opener(path: Path) -> Any:

@@ -23,6 +23,7 @@ from batches.models import (
 )
 from bdre.access import Role, can, scope
 from bdre.errors import BdreError
+from bdre.ids import is_id
 from bdre.sql_parse import struct_fields
 from lineage import graphs
 from processes import scan_gate, tasks
@@ -218,7 +219,7 @@ def table_detail(request: HttpRequest, pk: int) -> HttpResponse:
     asked = request.GET.get("preview", "")
     chosen: Partition | None
     if asked:
-        if not (asked.isascii() and asked.isdigit() and len(asked) < 19):
+        if not is_id(asked):
             raise Http404("no such partition")
         chosen = get_object_or_404(selectors.table_partitions(table, every_attempt=own), pk=asked)
     else:

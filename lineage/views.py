@@ -11,6 +11,7 @@ from django.utils.safestring import mark_safe
 from batches import catalog, tables
 from batches.models import HiveTable
 from bdre import charts
+from bdre.ids import is_id
 from lineage import graphs, quality, visibility
 
 
@@ -26,7 +27,7 @@ def search(request: HttpRequest) -> HttpResponse:
     within = None
     asked = request.GET.get("table", "")
     if asked:
-        if not (asked.isascii() and asked.isdigit() and len(asked) < 19):
+        if not is_id(asked):
             raise Http404("no such table")
         within = get_object_or_404(tables, pk=asked)
         columns = columns.filter(container_node=within)

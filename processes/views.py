@@ -23,6 +23,7 @@ from django.views.decorators.http import require_POST
 from bdre import charts
 from bdre.access import Role, can, scope
 from bdre.errors import BdreError, Conflict
+from bdre.ids import is_id
 from lineage import graphs
 from processes import (
     counters,
@@ -109,9 +110,7 @@ def pipeline(request: HttpRequest) -> HttpResponse:
     )
     chosen = request.GET.get("application", "")
     if chosen:
-        if not (chosen.isascii() and chosen.isdigit() and len(chosen) < 19) or int(chosen) not in {
-            pk for pk, _ in applications
-        }:
+        if not is_id(chosen) or int(chosen) not in {pk for pk, _ in applications}:
             raise Http404("no such application among your teams' jobs")
         jobs = jobs.filter(bus_domain_id=int(chosen))
     name = dict(applications).get(int(chosen)) if chosen else None
@@ -345,7 +344,7 @@ def run_log(request: HttpRequest, pk: int) -> HttpResponse:
         scope(request.user, InstanceExec.objects.filter(parent__isnull=True)), pk=pk
     )
     step = request.GET.get("step", "")
-    step_run_id = int(step) if step.isascii() and step.isdigit() and len(step) < 19 else None
+    step_run_id = int(step) if is_id(step) else None
     if step and step_run_id is None:
         raise Http404("step must be a step run's id.")
     q = request.GET.get("q", "")[:LOG_QUERY_MAX]
