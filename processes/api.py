@@ -36,11 +36,13 @@ from processes.models import (
     Property,
     Server,
 )
+from processes.registry import validate
 from processes.replay_api import ProcessReplayActions
 from processes.serializers.pipelines import (
     InstantiateSerializer,
     PipelineSerializer,
     TemplateSerializer,
+    ValidationSerializer,
 )
 from processes.serializers.registry import (
     ApplicationSerializer,
@@ -189,6 +191,21 @@ class ProcessViewSet(ProcessReplayActions, ScopedViewSet):
     @action(detail=False, methods=["post"])
     def pipeline(self, request: Request) -> Response:
         return self._register(request)
+
+    @extend_schema(
+        request=PipelineSerializer,
+        responses={200: ValidationSerializer, 400: REGISTRY_ERRORS[400], 403: REGISTRY_ERRORS[403]},
+        description="Check the SQL of a job's steps against the schemas of the tables its "
+        "team may read, without registering anything: every unknown table, column or struct "
+        "field at once, with the closest names (the same document as /processes/pipeline/).",
+    )
+    @action(detail=False, methods=["post"], url_path="validate")
+    def validate_sql(self, request: Request) -> Response:
+        document = PipelineSerializer(data=request.data, context={"request": request})
+        document.is_valid(raise_exception=True)
+        spec = document.spec()
+        require_role(request.user, spec.bus_domain.team, Role.DEVELOPER)
+        return Response(ValidationSerializer(validate.validate_spec(spec)).data)
 
     @extend_schema(
         request=PipelineSerializer,

@@ -21,6 +21,7 @@ from processes.models import (
     ProcessTemplate,
     ProcessType,
 )
+from processes.registry import validate
 
 PROPERTIES_HELP = "One per line: group.key = value (an indented line goes on with the value)"
 
@@ -175,6 +176,11 @@ class JobForm(ScheduleFields):
         return parse_properties(self.cleaned_data.get("properties", ""))
 
 
+def _step_sql(data: dict[str, Any]) -> validate.StepSql:
+    """A new step's statement, as ``registry.validate`` checks it."""
+    return validate.StepSql(data["name"], data["kind"].job_kind or "", data.get("properties") or {})
+
+
 class StepForm(forms.Form):
     name = forms.CharField()
     kind = StepKindField(
@@ -204,6 +210,9 @@ class StepForm(forms.Form):
 
     def clean_properties(self) -> dict:
         return parse_properties(self.cleaned_data.get("properties", ""))
+
+    def step_sql(self) -> validate.StepSql:
+        return _step_sql(self.cleaned_data)
 
     def spec(self) -> registry.StepSpec:
         data = self.cleaned_data
@@ -284,6 +293,11 @@ class StepEditForm(forms.Form):
     def clean_properties(self) -> dict:
         return parse_properties(self.cleaned_data.get("properties", ""))
 
+    def step_sql(self, steps: list[Process]) -> validate.StepSql:
+        step = next(s for s in steps if s.pk == self.cleaned_data["step"])
+        properties = self.cleaned_data.get("properties") or {}
+        return validate.StepSql(step.name, step.process_type.job_kind or "", properties)
+
     def edit(self) -> registry.StepEdit:
         data = self.cleaned_data
         return registry.StepEdit(
@@ -323,6 +337,9 @@ class NewStepForm(forms.Form):
 
     def clean_properties(self) -> dict:
         return parse_properties(self.cleaned_data.get("properties", ""))
+
+    def step_sql(self) -> validate.StepSql:
+        return _step_sql(self.cleaned_data)
 
     def new_step(self) -> registry.NewStep:
         data = self.cleaned_data

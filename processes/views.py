@@ -45,6 +45,7 @@ from processes.models import (
     ProcessTemplate,
     Property,
 )
+from processes.registry import validate
 from processes.selectors import dashboard as selectors
 from processes.selectors import jobs as jobs_selector
 from processes.selectors import run_io
@@ -383,7 +384,13 @@ def job_new(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied("Registering a job needs the developer role in a team.")
     job_form = forms.JobForm(request.POST or None, user=request.user)
     steps = _step_formset(request)
-    if (
+    validation = None
+    if "validate" in request.POST and job_form.is_valid() and steps.is_valid():
+        validation = validate.validate_sql(
+            job_form.cleaned_data["application"].team_id,
+            [f.step_sql() for f in steps.filled()],
+        )
+    elif (
         request.method == "POST"
         and "add_step" not in request.POST
         and job_form.is_valid()
@@ -414,7 +421,12 @@ def job_new(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "processes/job_new.html",
-        {"form": job_form, "steps": steps, "kinds": forms.kind_reference()},
+        {
+            "form": job_form,
+            "steps": steps,
+            "kinds": forms.kind_reference(),
+            "validation": validation,
+        },
     )
 
 
@@ -547,7 +559,14 @@ def job_edit(request: HttpRequest, pk: int) -> HttpResponse:
     job = _job(request, pk, Role.DEVELOPER)
     steps = list(job.steps.filter(deleted=False).select_related("process_type").order_by("id"))
     job_form, step_forms, new_steps = _edit_forms(request, job, steps)
-    if (
+    validation = None
+    if "validate" in request.POST and step_forms.is_valid() and new_steps.is_valid():
+        validation = validate.validate_sql(
+            job.bus_domain.team_id,
+            [f.step_sql(steps) for f in step_forms if not f.cleaned_data.get("remove")]
+            + [f.step_sql() for f in new_steps.filled()],
+        )
+    elif (
         request.method == "POST"
         and "add_step" not in request.POST
         and job_form.is_valid()
@@ -585,6 +604,7 @@ def job_edit(request: HttpRequest, pk: int) -> HttpResponse:
             "steps": step_forms,
             "new_steps": new_steps,
             "kinds": forms.kind_reference(),
+            "validation": validation,
             "running": InstanceExec.objects.filter(
                 process=job, exec_state_id=ExecState.RUNNING
             ).first(),

@@ -539,6 +539,15 @@ API_TABLE = [
         body=lambda w: {"name": "alpha_piped", **PIPELINE},
         probe=_count(Process, name="alpha_piped"),
     ),
+    _api(  # registers nothing (tests/processes/test_registry_validate.py)
+        "process-validate-sql",
+        "POST",
+        lambda w: "/processes/validate/",
+        Need.DEVELOPER,
+        kind="create",
+        ok=200,
+        body=lambda w: {"name": "alpha_checked", **PIPELINE},
+    ),
     _api(
         "process-import-job",
         "POST",

@@ -184,3 +184,19 @@ class InstantiateSerializer(NamesWithinTeam):
     )
     properties = PROPERTIES_FIELD
     schedule = PipelineScheduleSerializer(required=False, allow_null=True, default=None)
+
+
+class SqlProblemSerializer(serializers.Serializer):
+    step = serializers.CharField(help_text="The step whose statement it is.")
+    property = serializers.CharField(help_text="The property holding the statement (sql.query).")
+    message = serializers.CharField(help_text="What is wrong, with the closest names known.")
+
+
+class ValidationSerializer(serializers.Serializer):
+    valid = serializers.BooleanField(help_text="No problem found.")
+    problems = SqlProblemSerializer(many=True)
+    checked = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Per step that runs SQL: what was checked, or what could not be (a table "
+        "nothing was written to yet has no known columns).",
+    )

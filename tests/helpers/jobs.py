@@ -147,3 +147,39 @@ def fragile_pipeline(
         "fragile", "tests.processes.callables.fail_until_flag", upstream=[producer], flag=str(flag)
     )
     return producer, build_job(owner, "consumer", [fragile], max_retries=max_retries)
+
+
+def sql_document(application: str, query: str, output: str) -> dict:
+    """The pipeline document (``POST /api/v1/processes/pipeline/``, ``validate/``, an import)
+    of the job ``report`` with one ``spark.sql`` step, ``report_sql``."""
+    return {
+        "name": "report",
+        "application": application,
+        "process_type": "generic-job",
+        "steps": [
+            {
+                "name": "report_sql",
+                "process_type": "generic-sql",
+                "properties": {"sql": {"query": query, "output_table": output}},
+            }
+        ],
+    }
+
+
+def sql_form(application_id: int, properties: str, **buttons: str) -> dict:
+    """The register page's form (``/jobs/new/``) for the job ``report`` with one ``spark.sql``
+    step, ``report_sql``, of the properties lines given; ``buttons`` the one clicked."""
+    return {
+        "application": application_id,
+        "name": "report",
+        "job_type": JOB_TYPE,
+        "max_retries": 3,
+        "lease_seconds": 3600,
+        "timezone": "UTC",
+        "step-TOTAL_FORMS": 1,
+        "step-INITIAL_FORMS": 0,
+        "step-0-name": "report_sql",
+        "step-0-kind": SQL,
+        "step-0-properties": properties,
+        **buttons,
+    }

@@ -16,7 +16,7 @@ from bdre import sql_parse
 from processes.models import Process, Property
 from processes.step_kinds.sql_guard import check_query
 from tests.helpers.api import api_as
-from tests.helpers.jobs import JOB_TYPE, SQL, build_job, sql_step
+from tests.helpers.jobs import build_job, sql_document, sql_form, sql_step
 from tests.helpers.pages import as_shown, section, step_index
 
 pytestmark = pytest.mark.django_db
@@ -27,18 +27,7 @@ FLAT = "SELECT 1 AS a"
 
 
 def pipeline(team, query: str) -> dict:
-    return {
-        "name": "report",
-        "application": team.application.name,
-        "process_type": "generic-job",
-        "steps": [
-            {
-                "name": "report_sql",
-                "process_type": "generic-sql",
-                "properties": {"sql": {"query": query, "output_table": "lake.out"}},
-            }
-        ],
-    }
+    return sql_document(team.application.name, query, "lake.out")
 
 
 # --- the parser -----------------------------------------------------------------------------
@@ -139,19 +128,7 @@ def test_the_import_command_refuses_a_nested_query_saying_what_to_fix(team, tmp_
 def test_the_new_job_page_says_a_nested_query_is_too_deep_on_the_step(team):
     client = Client()
     client.force_login(team.developer)
-    data = {
-        "application": team.application.pk,
-        "name": "report",
-        "job_type": JOB_TYPE,
-        "max_retries": 3,
-        "lease_seconds": 3600,
-        "timezone": "UTC",
-        "step-TOTAL_FORMS": 1,
-        "step-INITIAL_FORMS": 0,
-        "step-0-name": "report_sql",
-        "step-0-kind": SQL,
-        "step-0-properties": f"sql.query = {NESTED}",
-    }
+    data = sql_form(team.application.pk, f"sql.query = {NESTED}")
     answer = client.post("/jobs/new/", data)
     assert answer.status_code == 200
     assert sql_parse.TOO_DEEP in " ".join(answer.context["steps"].forms[0].errors["properties"])

@@ -11,8 +11,8 @@ import pytest
 from lineage.extract import extract, record
 from processes.models import InstanceExec, Process
 from tests.helpers.browser import log_in, shot
-from tests.helpers.factories import LineageQueryFactory
-from tests.helpers.jobs import CALL
+from tests.helpers.factories import HiveTableFactory, LineageQueryFactory
+from tests.helpers.jobs import CALL, SQL
 from tests.helpers.workers import Worker, purge_broker, worker_env
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -122,3 +122,44 @@ def test_a_viewer_finds_no_button_that_changes_anything(team, live_server, brows
         texts = " ".join(page.locator("button").all_inner_texts())
         for word in ("Run now", "Terminate", "Pause", "Resume", "Requeue", "Discard", "Delete"):
             assert word not in texts, (path, word)
+
+
+def test_a_developer_validates_a_jobs_sql_before_registering_it(team, live_server, browser):
+    HiveTableFactory(
+        bus_domain=team.application,
+        table_name="atomic_events",
+        ddl="struct<event:string,collector_tstamp:timestamp>",
+    )
+    page = log_in(browser, live_server, team.developer)
+    page.goto(f"{live_server.url}/jobs/new/")
+    page.select_option("select[name=application]", str(team.application.pk))
+    page.fill("input[name=name]", "daily_views")
+    page.select_option("select[name=job_type]", "5")
+    page.fill("input[name=step-0-name]", "daily_views_sql")
+    page.select_option("select[name=step-0-kind]", str(SQL))
+    properties = "textarea[name=step-0-properties]"
+    page.fill(
+        properties,
+        "sql.query = SELECT to_date(collector_tstmp) AS day, count(*) AS views "
+        "FROM atomic_events WHERE evnt = 'page_view' GROUP BY 1",
+    )
+    page.click("button[name=validate]")
+    problems = page.locator("[data-testid=validation] .problems li")
+    problems.first.wait_for()
+    assert problems.count() == 2
+    text = page.locator("[data-testid=validation]").inner_text()
+    assert (
+        "collector_tstmp is not a column of atomic_events (did you mean collector_tstamp?)" in text
+    )
+    assert "evnt is not a column of atomic_events (did you mean event?)" in text
+    shot(page, "register-validate-problems")
+    assert not Process.objects.filter(name="daily_views").exists()
+
+    # What was typed is still there: fix both and validate again, then register.
+    fixed = page.input_value(properties).replace("tstmp", "tstamp").replace("evnt", "event")
+    page.fill(properties, fixed)
+    page.click("button[name=validate]")
+    page.wait_for_selector("text=The SQL reads only tables and columns your team has.")
+    shot(page, "register-validate-ok")
+    page.click("button[name=register]")
+    page.wait_for_selector("text=is registered with 1 step")

@@ -13,7 +13,7 @@ from processes.models import ExecState, InstanceExec, Process, ProcessLog, Prope
 from processes.step_kinds import spark_sql, sql_guard
 from tests.helpers.api import api_as
 from tests.helpers.factories import grant_root
-from tests.helpers.jobs import build_job, load_step, scan_step, sql_step
+from tests.helpers.jobs import build_job, load_step, scan_step, sql_document, sql_step
 from tests.helpers.spark import published
 
 pytestmark = pytest.mark.django_db
@@ -101,18 +101,7 @@ def assert_refused_and_nothing_written(job: Process, outcome, reason: str, wareh
 
 
 def pipeline(team, query: str) -> dict:
-    return {
-        "name": "report",
-        "application": team.application.name,
-        "process_type": "generic-job",
-        "steps": [
-            {
-                "name": "report_sql",
-                "process_type": "generic-sql",
-                "properties": {"sql": {"query": query, "output_table": "lake.stolen"}},
-            }
-        ],
-    }
+    return sql_document(team.application.name, query, "lake.stolen")
 
 
 # --- at registration: a 400 on the property -----------------------------------------------
