@@ -56,6 +56,20 @@ class ColumnEdge:
     source: str  # "db.table.column"
     target: str
     functions: tuple[str, ...] = ()  # the functions the value goes through, by name
+    # An indirect dependency: how the source decides the target's rows, not its value
+    # (INDIRECT_KINDS); empty for a direct one.
+    indirect: tuple[str, ...] = ()
+
+
+# Where a column decides which rows a query writes, or how they are grouped, as OpenLineage
+# names the indirect transformations: every output column of the statement depends on it.
+INDIRECT_KINDS = {
+    exp.Where: "filter",
+    exp.Having: "filter",
+    exp.Qualify: "filter",
+    exp.Join: "join",
+    exp.Group: "group by",
+}
 
 
 @dataclass
@@ -329,7 +343,67 @@ def _extract(
         for table, name in leaves:
             source = f"{_table_name(table, default_db)}.{name.strip(chr(34)).lower()}"
             edges.add(ColumnEdge(source, f"{write.target}.{column}", tuple(sorted(functions))))
+    indirect = _indirect_sources(qualified, dialect, sqlglot_schema, default_db, cache)
+    for column in columns:
+        target = f"{write.target}.{column}"
+        direct = {e.source for e in edges if e.target == target}
+        for source, kinds in sorted(indirect.items()):
+            if source not in direct:
+                edges.add(ColumnEdge(source, target, indirect=tuple(sorted(kinds))))
     return Extracted(write.target, columns, sources, sorted(edges))
+
+
+def _indirect_sources(
+    qualified: exp.Expr,
+    dialect: str,
+    schema: object,
+    default_db: str,
+    cache: dict[tuple[object, ...], Node],
+) -> dict[str, set[str]]:
+    """The table columns each query of the statement filters, joins or groups on, with how
+    (INDIRECT_KINDS): a column of a subquery or a CTE traced to the table columns it comes
+    from."""
+    found: dict[str, set[str]] = {}
+    for scope in traverse_scope(qualified):
+        select = scope.expression
+        if not isinstance(select, exp.Select):
+            continue
+        for column in scope.columns:
+            clause = column.find_ancestor(*INDIRECT_KINDS)
+            # a clause of this query, not of an expression's own (a subquery is its scope)
+            if clause is None or clause.parent is not select:
+                continue
+            source = scope.sources.get(column.table)
+            if isinstance(source, exp.Table) and source.name:
+                names = [f"{_table_name(source, default_db)}.{column.name.lower()}"]
+            elif isinstance(source, Scope):
+                names = _traced(column.name, source, dialect, schema, default_db, cache)
+            else:
+                continue
+            for name in names:
+                found.setdefault(name, set()).add(INDIRECT_KINDS[type(clause)])
+    return found
+
+
+def _traced(
+    name: str,
+    scope: Scope,
+    dialect: str,
+    schema: object,
+    default_db: str,
+    cache: dict[tuple[object, ...], Node],
+) -> list[str]:
+    """The table columns an output ``name`` of a subquery or a CTE comes from."""
+    try:
+        root = to_node(name, scope, dialect, schema=schema, _cache=cache)  # type: ignore[arg-type]
+    except (SqlglotError, ValueError):
+        return []  # lineage never guesses: an untraceable column adds no edge
+    return [
+        f"{_table_name(node.source, default_db)}."
+        f"{node.name.rsplit('.', 1)[-1].strip(chr(34)).lower()}"
+        for node in root.walk()
+        if not node.downstream and isinstance(node.source, exp.Table) and node.source.name
+    ]
 
 
 def _is_cte(table: exp.Table, query: exp.Expr) -> bool:
@@ -414,13 +488,13 @@ def record(query: LineageQuery, extracted: Extracted) -> list[LineageRelation]:
     for edge in extracted.edges:
         table_name = edge.source.rsplit(".", 1)[0]
         source_column = _node(edge.source, NodeKind.COLUMN, tables[table_name])
-        label = dot_label(edge.functions)
+        label = dot_label(edge.functions) if not edge.indirect else "[style=dashed]"
         relations.append(
             LineageRelation.objects.update_or_create(
                 src_node=source_column,
                 target_node=columns[edge.target],
                 query=query,
-                defaults={"dot_string": label},
+                defaults={"dot_string": label, "indirect": ",".join(edge.indirect)},
             )[0]
         )
     return relations

@@ -119,6 +119,9 @@ class LineageRelation(models.Model):
     target_node = models.ForeignKey(LineageNode, on_delete=models.CASCADE, related_name="incoming")
     query = models.ForeignKey(LineageQuery, on_delete=models.CASCADE, related_name="relations")
     dot_string = models.TextField(blank=True)
+    # An indirect dependency: the source column decides which rows (a filter, a join's
+    # condition) or how they are grouped, not the value; comma separated kinds, "" if direct.
+    indirect = models.CharField(max_length=64, blank=True)
 
     team_lookup = "query__process__bus_domain__team"
 

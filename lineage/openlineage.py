@@ -428,15 +428,23 @@ def _column_lineage(
     written: dict[str, dict[str, list[column_lineage_dataset.InputField]]] = {}
     for relation in relations:
         functions = edge_functions(relation.dot_string)
-        if not functions:
-            subtype = "IDENTITY"
-        elif set(functions) & AGGREGATES:
-            subtype = "AGGREGATION"
+        if relation.indirect:
+            # OpenLineage's subtypes of an indirect dependency: FILTER, JOIN, GROUP_BY
+            kinds = relation.indirect.split(",")
+            transformation = column_lineage_dataset.Transformation(
+                type="INDIRECT", subtype=kinds[0].upper().replace(" ", "_"),
+                description=", ".join(kinds),
+            )  # fmt: skip
         else:
-            subtype = "TRANSFORMATION"
-        transformation = column_lineage_dataset.Transformation(
-            type="DIRECT", subtype=subtype, description=", ".join(functions) or None
-        )
+            if not functions:
+                subtype = "IDENTITY"
+            elif set(functions) & AGGREGATES:
+                subtype = "AGGREGATION"
+            else:
+                subtype = "TRANSFORMATION"
+            transformation = column_lineage_dataset.Transformation(
+                type="DIRECT", subtype=subtype, description=", ".join(functions) or None
+            )
         source, target = relation.src_node, relation.target_node
         assert source.container_node is not None and target.container_node is not None
         namespace, name = ids(source.container_node.qualified_name)

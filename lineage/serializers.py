@@ -115,13 +115,29 @@ class LineageRelationSerializer(serializers.ModelSerializer):
     )
     target = serializers.CharField(source="target_node.qualified_name", read_only=True)
     functions = serializers.SerializerMethodField()
+    indirect = serializers.SerializerMethodField(
+        help_text="How the source decides the target's rows (filter, join, group by), not its "
+        "value; empty for a direct dependency."
+    )
 
     class Meta:
         model = LineageRelation
-        fields = ("id", "src_node", "source", "target_node", "target", "query", "functions")
+        fields = (
+            "id",
+            "src_node",
+            "source",
+            "target_node",
+            "target",
+            "query",
+            "functions",
+            "indirect",
+        )
 
     def get_functions(self, relation: LineageRelation) -> list[str]:
         return edge_functions(relation.dot_string)
+
+    def get_indirect(self, relation: LineageRelation) -> list[str]:
+        return [kind for kind in relation.indirect.split(",") if kind]
 
 
 class ImpactSerializer(serializers.Serializer):

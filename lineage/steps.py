@@ -129,12 +129,13 @@ def _feed_quarantine(query: LineageQuery, table: str, quarantine: str) -> None:
             column = _node(
                 f"{quarantine}.{node.display_name}", NodeKind.COLUMN, held, node.node_order
             )
-            functions = (*edge_functions(relation.dot_string), "expect")
+            if relation.indirect:  # the rows the query chose: the quarantine's too
+                kept = {"dot_string": relation.dot_string, "indirect": relation.indirect}
+            else:
+                functions = (*edge_functions(relation.dot_string), "expect")
+                kept = {"dot_string": dot_label(functions), "indirect": ""}
             LineageRelation.objects.update_or_create(
-                src_node=relation.src_node,
-                target_node=column,
-                query=query,
-                defaults={"dot_string": dot_label(functions)},
+                src_node=relation.src_node, target_node=column, query=query, defaults=kept
             )
 
 

@@ -23,31 +23,51 @@ def _lineage_node(node: LineageNode, focus: bool = False) -> GraphNode:
     return GraphNode(f"n{node.pk}", node.qualified_name, "table", ref=node.pk, focus=focus)
 
 
+@dataclass
+class _Hop:
+    source: int
+    target: int
+    functions: list[str]  # of the direct relations between the two
+    distance: int
+    indirect: list[str]  # how the source decides the target's rows, when no relation is direct
+
+    @property
+    def label(self) -> str:
+        return ", ".join(self.functions if not self.indirect else self.indirect)
+
+
 def _walk_relations(
     start: list[int], relations: QuerySet[LineageRelation], *, upstream: bool, depth: int
-) -> list[tuple[int, int, list[str], int]]:
-    """(source, target, functions, distance) of the relations reached from ``start`` in one
-    direction, one query per level; the functions of every query's edge between the same
-    two nodes together."""
-    found: dict[tuple[int, int], tuple[list[str], int]] = {}
+) -> list[_Hop]:
+    """The hops of the relations reached from ``start`` in one direction, one query per
+    level; the functions (or indirect kinds) of every query's edge between the same two
+    nodes together, and a hop direct when any of them is."""
+    found: dict[tuple[int, int], _Hop] = {}
+    direct: set[tuple[int, int]] = set()
     seen, frontier = set(start), list(start)
     for level in range(1, depth + 1):
         if not frontier:
             break
         key = "target_node_id__in" if upstream else "src_node_id__in"
         rows = relations.filter(**{key: frontier}).values_list(
-            "src_node_id", "target_node_id", "dot_string"
+            "src_node_id", "target_node_id", "dot_string", "indirect"
         )
         nxt = []
-        for src, dst, dot in rows:
-            functions, _ = found.setdefault((src, dst), ([], level))
-            functions += [f for f in edge_functions(dot) if f not in functions]
+        for src, dst, dot, indirect in rows:
+            hop = found.setdefault((src, dst), _Hop(src, dst, [], level, []))
+            if indirect:
+                hop.indirect += [k for k in indirect.split(",") if k not in hop.indirect]
+            else:
+                direct.add((src, dst))
+                hop.functions += [f for f in edge_functions(dot) if f not in hop.functions]
             reached = src if upstream else dst
             if reached not in seen:
                 seen.add(reached)
                 nxt.append(reached)
         frontier = nxt
-    return [(s, t, functions, d) for (s, t), (functions, d) in found.items()]
+    for pair in direct:
+        found[pair].indirect = []
+    return list(found.values())
 
 
 @dataclass
@@ -76,10 +96,10 @@ def impact(
     None)."""
     rows = _walk_relations([node.pk], relations, upstream=upstream, depth=depth)
     best: dict[int, tuple[int, set[str]]] = {}
-    for src, dst, functions, distance in rows:
-        reached = src if upstream else dst
-        old = best.get(reached, (distance, set()))
-        best[reached] = (min(old[0], distance), old[1] | set(functions))
+    for hop in rows:
+        reached = hop.source if upstream else hop.target
+        old = best.get(reached, (hop.distance, set()))
+        best[reached] = (min(old[0], hop.distance), old[1] | set(hop.functions))
     found_nodes = _shown(nodes).in_bulk(list(best))
     found = [
         Impact(
@@ -108,13 +128,13 @@ def _lineage_graph(
     ids = [n.pk for n in start]
     rows = _walk_relations(ids, relations, upstream=True, depth=depth)
     rows += _walk_relations(ids, relations, upstream=False, depth=depth)
-    wanted = set(ids) | {r[0] for r in rows} | {r[1] for r in rows}
+    wanted = set(ids) | {r.source for r in rows} | {r.target for r in rows}
     found = _shown(nodes).in_bulk(list(wanted))
     for pk in [*ids, *sorted(wanted - set(ids))]:
         if pk in found:  # a node not shown is dropped; link() then drops its edges
             graph.add(_lineage_node(found[pk], focus=pk in focus))
-    for src, dst, functions, _ in sorted(rows, key=lambda r: (r[3], r[0], r[1])):
-        graph.link(f"n{src}", f"n{dst}", ", ".join(functions))
+    for hop in sorted(rows, key=lambda r: (r.distance, r.source, r.target)):
+        graph.link(f"n{hop.source}", f"n{hop.target}", hop.label, indirect=bool(hop.indirect))
     return graph
 
 

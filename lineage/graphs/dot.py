@@ -33,7 +33,9 @@ def to_dot(graph: Graph) -> str:
             attrs.append(f"URL={_dot_id(node.url)}")
         lines.append(f"  {_dot_id(node_id)} [{', '.join(attrs)}];")
     for edge in graph.edges:
-        label = f" [label={_dot_id(edge.label)}]" if edge.label else ""
+        attributes = [f"label={_dot_id(edge.label)}"] if edge.label else []
+        attributes += ["style=dashed"] if edge.indirect else []
+        label = f" [{', '.join(attributes)}]" if attributes else ""
         lines.append(f"  {_dot_id(edge.source)} -> {_dot_id(edge.target)}{label};")
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -27,6 +27,8 @@ class GraphEdge:
     source: str
     target: str
     label: str = ""
+    # the source decides the target's rows (a filter, a join, a group-by), not its value
+    indirect: bool = False
 
 
 @dataclass
@@ -46,13 +48,15 @@ class Graph:
             self.nodes[node.id] = node
         return self.nodes[node.id]
 
-    def link(self, source: str, target: str, label: str = "") -> None:
+    def link(self, source: str, target: str, label: str = "", *, indirect: bool = False) -> None:
         if source not in self.nodes or target not in self.nodes:
             return
         edge = self._between.get((source, target))
         if edge is None:
-            edge = self._between[(source, target)] = GraphEdge(source, target, label)
+            edge = self._between[(source, target)] = GraphEdge(source, target, label, indirect)
             self.edges.append(edge)
+        elif edge.indirect and not indirect:  # a direct dependency wins
+            edge.label, edge.indirect = label, False
         elif label and label not in edge.label.split(", "):
             edge.label = ", ".join(filter(None, [edge.label, label]))
 

@@ -165,7 +165,9 @@ def _edges(graph: Graph, d: Drawing) -> tuple[list[str], list[str]]:
         end = "start" if i in d.reversed_edges else "end"
         path = _path(points)
         source, target = graph.nodes[edge.source].label, graph.nodes[edge.target].label
-        tooltip = escape(f"{source} → {target}" + (f": {edge.label}" if edge.label else ""))
+        how = f"{edge.label} (indirect)" if edge.indirect else edge.label
+        tooltip = escape(f"{source} → {target}" + (f": {how}" if how else ""))
+        dashed = ' stroke-dasharray="5 4"' if edge.indirect else ""
         hidden = " label-hidden" if i in d.hidden_labels else ""
         out += [
             f'<g class="edge-group{hidden}"><title>{tooltip}</title>',
@@ -174,7 +176,7 @@ def _edges(graph: Graph, d: Drawing) -> tuple[list[str], list[str]]:
             f'stroke-width="9" pointer-events="stroke"/>',
             f'<path class="edge" data-source="{escape(edge.source)}" '
             f'data-target="{escape(edge.target)}" d="{path}" fill="none" '
-            f'stroke="#8794a1" stroke-width="1.3" marker-{end}="url(#arrow)"/>',
+            f'stroke="#8794a1" stroke-width="1.3"{dashed} marker-{end}="url(#arrow)"/>',
             "</g>",
         ]
         if i in d.labels:

@@ -12,12 +12,18 @@ def labels(graph) -> set[str]:
     return {n.label for n in graph.nodes.values()}
 
 
-def edge_names(graph) -> set[tuple[str, str, str]]:
+def edge_names(graph, *, indirect: bool | None = None) -> set[tuple[str, str, str]]:
+    """(source, target, label) of the graph's edges; only the indirect ones (dashed: a
+    filter, a join, a group-by) or only the others, when ``indirect`` says."""
     name = {
         i: f"{n.detail}.{n.label}" if n.kind == "column" else n.label
         for i, n in graph.nodes.items()
     }
-    return {(name[e.source], name[e.target], e.label) for e in graph.edges}
+    return {
+        (name[e.source], name[e.target], e.label)
+        for e in graph.edges
+        if indirect is None or e.indirect == indirect
+    }
 
 
 def odd_graph() -> graphs.Graph:

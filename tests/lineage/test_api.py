@@ -44,12 +44,17 @@ def test_a_developer_registers_a_query_and_gets_its_lineage(team, setup):
     answer = register(team.developer, setup["step"], SQL, target_table="lake.totals")
     assert answer.status_code == 201, answer.content
     assert answer.json()["parse_error"] == ""
-    assert answer.json()["relation_count"] == 3  # one table edge, two column edges
+    # one table edge, two column edges, and the group-by behind the total
+    assert answer.json()["relation_count"] == 4
     relations = api_as(team.viewer).get(f"/api/v1/lineage/queries/{answer.json()['id']}/relations/")
-    assert {(r["source"], r["target"], tuple(r["functions"])) for r in relations.json()} == {
-        ("lake.orders", "lake.totals", ()),
-        ("lake.orders.customer_id", "lake.totals.customer_id", ()),
-        ("lake.orders.amount", "lake.totals.total", ("SUM",)),
+    assert {
+        (r["source"], r["target"], tuple(r["functions"]), tuple(r["indirect"]))
+        for r in relations.json()
+    } == {
+        ("lake.orders", "lake.totals", (), ()),
+        ("lake.orders.customer_id", "lake.totals.customer_id", (), ()),
+        ("lake.orders.amount", "lake.totals.total", ("SUM",), ()),
+        ("lake.orders.customer_id", "lake.totals.total", (), ("group by",)),
     }
 
 
@@ -255,7 +260,13 @@ def test_graphs_come_as_json_svg_and_dot(team, setup):
     assert dot["Content-Type"].startswith("text/vnd.graphviz")
     assert dot.content.decode().startswith("digraph")
     column = client.get(f"/api/v1/lineage/graph/column/{table.pk}/").json()
-    assert {e["label"] for e in column["edges"]} == {"", "SUM"}
+    assert {(e["label"], e["indirect"]) for e in column["edges"]} == {
+        ("", False),
+        ("SUM", False),
+        ("group by", True),
+    }
+    dot = client.get(f"/api/v1/lineage/graph/column/{table.pk}/", HTTP_ACCEPT="text/vnd.graphviz")
+    assert '[label="group by", style=dashed]' in dot.content.decode()
 
 
 def test_process_and_batch_graphs(team, setup):

@@ -28,7 +28,13 @@ SCHEMA = {
 
 def edges(sql: str, target: str | None = "lake.out") -> set[tuple[str, str, tuple[str, ...]]]:
     result = extract(sql, schema=SCHEMA, target=target)
-    return {(e.source, e.target, e.functions) for e in result.edges}
+    return {(e.source, e.target, e.functions) for e in result.edges if not e.indirect}
+
+
+def indirect(sql: str, target: str = "lake.out") -> set[tuple[str, str, tuple[str, ...]]]:
+    """The indirect edges: a source deciding the target's rows, with how."""
+    result = extract(sql, schema=SCHEMA, target=target)
+    return {(e.source, e.target, e.indirect) for e in result.edges if e.indirect}
 
 
 def test_a_join_with_aliases():
@@ -39,6 +45,41 @@ def test_a_join_with_aliases():
         ("lake.customers.name", "lake.out.customer", ()),
         ("lake.orders.amount", "lake.out.amount", ()),
     }
+
+
+def test_filters_join_keys_and_group_bys_are_indirect_dependencies_of_every_output():
+    # The demo's daily summary: page_views counts rows; which rows is the filter's and the
+    # group-by's, so it depends on both without taking a value from either.
+    sql = """SELECT to_date(o.ts) AS day, count(*) AS orders FROM lake.orders o
+             JOIN lake.customers c ON o.customer_id = c.id
+             WHERE c.country = 'NO' GROUP BY to_date(o.ts)"""
+    assert edges(sql) == {("lake.orders.ts", "lake.out.day", ("TO_DATE",))}
+    assert indirect(sql) == {
+        ("lake.orders.ts", "lake.out.orders", ("group by",)),
+        *{
+            (source, f"lake.out.{target}", (how,))
+            for source, how in [
+                ("lake.customers.country", "filter"),
+                ("lake.customers.id", "join"),
+                ("lake.orders.customer_id", "join"),
+            ]
+            for target in ("day", "orders")
+        },
+    }
+
+
+def test_an_indirect_dependency_inside_a_cte_is_traced_to_its_table():
+    sql = """WITH big AS (SELECT customer_id AS who, amount FROM lake.orders WHERE amount > 10)
+             SELECT c.name, sum(b.amount) AS total FROM big b JOIN lake.customers c
+             ON c.id = b.who GROUP BY c.name HAVING sum(b.amount) > 100"""
+    found = indirect(sql)
+    assert ("lake.orders.customer_id", "lake.out.total", ("join",)) in found
+    assert ("lake.customers.name", "lake.out.total", ("group by",)) in found
+    # amount: the CTE's filter and the HAVING, and the value of total (direct, so not here)
+    assert ("lake.orders.amount", "lake.out.name", ("filter",)) in found
+    assert not any(t == "lake.out.total" and s == "lake.orders.amount" for s, t, _ in found)
+    # the name is total's group-by and name's own value: direct wins for name
+    assert not any(t == "lake.out.name" and s == "lake.customers.name" for s, t, _ in found)
 
 
 def test_a_cte_passes_the_lineage_and_the_functions_through():

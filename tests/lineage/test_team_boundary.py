@@ -59,9 +59,11 @@ def orders(team):
         dbname="sales", table_name="orders", ddl=THEIRS, bus_domain=team.other_application
     )
     their_query = register(team.outsider, theirs, THEIR_SQL, "mkt.margins")
-    assert their_query["parse_error"] == "" and their_query["relation_count"] == 4
+    # the table, three columns, and the filter on secret_margin behind the two others
+    assert their_query["parse_error"] == "" and their_query["relation_count"] == 6
     our_query = register(team.developer, ours, OUR_SQL, "sales.daily")
-    assert our_query["parse_error"] == "" and our_query["relation_count"] == 3
+    # the table, two columns, and the group-by behind the total
+    assert our_query["parse_error"] == "" and our_query["relation_count"] == 4
     return {"ours": ours, "theirs": theirs}
 
 
@@ -141,7 +143,7 @@ def test_no_node_or_edge_of_the_other_team_is_reachable_by_id(team, orders):
             assert_no_secret(graph.content, "a 404")
     relations = client.get("/api/v1/lineage/relations/", {"page_size": 500})
     assert_no_secret(relations.content, "the relation list")
-    assert relations.json()["count"] == 3
+    assert relations.json()["count"] == 4  # our own query's: the table, two columns, the group-by
     queries = client.get("/api/v1/lineage/queries/")
     assert_no_secret(queries.content, "the query list")
 

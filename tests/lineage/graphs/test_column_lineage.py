@@ -21,6 +21,11 @@ SCHEMA = {
 pytestmark = pytest.mark.django_db
 
 
+def direct(graph) -> set[tuple[str, str, str]]:
+    """The edges of the values (drawn solid), not of the rows."""
+    return edge_names(graph, indirect=False)
+
+
 @pytest.fixture
 def chain():
     """lake.orders + lake.customers -> lake.daily -> lake.report, by two queries."""
@@ -59,15 +64,28 @@ def test_the_table_graph_reaches_tables_upstream_and_downstream(chain):
 
 def test_a_column_graph_follows_the_column_through_its_functions(chain):
     graph = graphs.column_graph(chain["lake.report.total"], LineageRelation.objects.all())
-    assert edge_names(graph) == {
+    assert direct(graph) == {
         ("lake.orders.amount", "lake.daily.total", "SUM"),
         ("lake.daily.total", "lake.report.total", "ROUND"),
     }
 
 
+def test_a_column_graph_shows_the_join_and_group_by_behind_an_aggregate_as_indirect(chain):
+    # total sums amount; which rows, and into which groups, the join and the group-by say
+    graph = graphs.column_graph(chain["lake.daily.total"], LineageRelation.objects.all())
+    assert edge_names(graph, indirect=True) == {
+        ("lake.orders.customer_id", "lake.daily.total", "join"),
+        ("lake.customers.id", "lake.daily.total", "join"),
+        ("lake.customers.country", "lake.daily.total", "group by"),
+    }
+    svg = graphs.to_svg(graph)
+    assert svg.count('stroke-dasharray="5 4"') == 3  # drawn dashed
+    assert "country → total: group by (indirect)" in svg
+
+
 def test_a_table_column_graph_shows_its_columns_with_their_direct_neighbours(chain):
     graph = graphs.column_graph(chain["lake.daily"], LineageRelation.objects.all())
-    assert edge_names(graph) == {
+    assert direct(graph) == {
         ("lake.customers.country", "lake.daily.country", ""),
         ("lake.orders.amount", "lake.daily.total", "SUM"),
         ("lake.daily.country", "lake.report.country", "UPPER"),
@@ -93,6 +111,9 @@ def test_upstream_impact_of_a_column_reaches_the_source_columns(chain):
     assert [(i.qualified_name, i.distance) for i in found] == [
         ("lake.daily.country", 1),
         ("lake.customers.country", 2),
+        # the join deciding which countries there are: indirect, as far
+        ("lake.customers.id", 2),
+        ("lake.orders.customer_id", 2),
     ]
 
 

@@ -191,7 +191,7 @@ def test_warn_counts_drop_quarantines_and_the_run_keeps_every_result(team, order
     assert results["some"]["action"] == "fail" and results["positive"]["kind"] == "row"
     # The quarantine's lineage: its rows come from where the table's came from.
     held = LineageRelation.objects.get(
-        target_node__qualified_name="lake.clean_orders_quarantine.amount"
+        target_node__qualified_name="lake.clean_orders_quarantine.amount", indirect=""
     )
     assert (held.src_node.qualified_name, held.dot_string) == (
         "lake.orders.amount",

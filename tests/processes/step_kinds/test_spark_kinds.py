@@ -158,7 +158,9 @@ def test_load_cleanse_sql_and_export_end_to_end(
     query = LineageQuery.objects.get(process__name="orders_2")
     assert query.query_string.endswith(f"WHERE batch_id IN ({outcome.target_batch_id})")
     assert query.parse_error == ""
-    total = LineageRelation.objects.get(target_node__qualified_name="lake.order_totals.total")
+    total = LineageRelation.objects.get(
+        target_node__qualified_name="lake.order_totals.total", indirect=""
+    )
     assert (total.src_node.qualified_name, total.dot_string) == (
         "lake.orders.amount",
         '[label="SUM"]',
@@ -208,19 +210,29 @@ def test_load_cleanse_sql_and_export_end_to_end(
     sql_output = done["orders.orders_2"]["outputs"][0]
     # The team's tables are in its own namespace: another team's lake.orders is another one.
     assert sql_output["namespace"] == f"bdre-warehouse.team-{team.group.pk}"
+    namespace = f"bdre-warehouse.team-{team.group.pk}"
+    # Which rows both outputs count and sum is the batch filter's: an indirect dependency.
+    batches = {
+        "namespace": namespace,
+        "name": "lake.orders",
+        "field": "batch_id",
+        "transformations": [{"type": "INDIRECT", "subtype": "FILTER", "description": "filter"}],
+    }
     assert sql_output["facets"]["columnLineage"]["fields"] == {
+        "orders": {"inputFields": [batches]},
         "total": {
             "inputFields": [
                 {
-                    "namespace": f"bdre-warehouse.team-{team.group.pk}",
+                    "namespace": namespace,
                     "name": "lake.orders",
                     "field": "amount",
                     "transformations": [
                         {"type": "DIRECT", "subtype": "AGGREGATION", "description": "SUM"}
                     ],
-                }
+                },
+                batches,
             ]
-        }
+        },
     }
     assert {f["name"] for f in sql_output["facets"]["schema"]["fields"]} == {
         "orders",

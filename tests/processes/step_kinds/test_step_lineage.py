@@ -285,8 +285,20 @@ def test_every_table_the_demo_pipeline_writes_is_in_its_lineage(tmp_path, settin
         assert (f"{folder}.event_id", f"{entity}.root_id", ("dedup",)) in into
     # the daily summary reads the node the shred wrote: one graph from the files to the day
     daily = query_of("clickstream_daily_summary")
-    source = daily.relations.get(target_node__qualified_name="default.daily_page_views.day")
+    source = daily.relations.get(
+        target_node__qualified_name="default.daily_page_views.day", indirect=""
+    )
     assert source.src_node.qualified_name == "default.atomic_events.collector_tstamp"
+    # page_views counts rows: the filter on event and the day's group-by decide which
+    assert {
+        (r.src_node.qualified_name, r.indirect)
+        for r in daily.relations.filter(
+            target_node__qualified_name="default.daily_page_views.page_views"
+        )
+    } >= {
+        ("default.atomic_events.event", "filter"),
+        ("default.atomic_events.collector_tstamp", "group by"),
+    }
     assert shred.relations.filter(target_node=source.src_node).exists()
     # ... and on to the CSV files the export hands on, and the page list's load and cleanse.
     exported = demo.export_folder(setup.team).as_uri()
