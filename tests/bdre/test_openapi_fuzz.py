@@ -36,6 +36,19 @@ EXAMPLES = int(os.environ.get("BDRE_FUZZ_EXAMPLES", "8"))
 BOUNDARIES = os.environ.get("BDRE_FUZZ_BOUNDARIES", "") == "1"
 # With them this module is minutes of one process: `make test` starts it among the first.
 pytestmark = [pytest.mark.long] if BOUNDARIES else []
+# Boundary cases the web layer answers before any query, which the database cannot change: a
+# method the route does not have (405), a body DRF's parsers do not take (415, 400), a value
+# of the wrong type, which the serializers and filters refuse (400); 5,594 of the 10,449
+# cases (docs/testing.md, "The fuzzer on PostgreSQL"). Wrong types are still sent, in both
+# passes, by the generate phase's negative cases.
+DATABASE_BLIND = frozenset(
+    {
+        "unspecified_http_method",
+        "malformed_content_type",
+        "unsupported_content_type",
+        "incorrect_type",
+    }
+)
 
 
 @pytest.fixture
@@ -95,6 +108,8 @@ def fuzzed_world(db, settings):
 def test_fuzzing_the_api_finds_no_server_error_and_no_answer_outside_the_schema(
     case, fuzzed_world, connection_kept
 ):
+    if getattr(case.meta.phase.data, "scenario", None) in DATABASE_BLIND:
+        return  # generated, not sent: see DATABASE_BLIND
     with transaction.atomic():
         case.call_and_validate(
             headers={"Authorization": fuzzed_world},
