@@ -325,6 +325,8 @@ def _extract(
         raise LineageError("cannot trace a statement that is not a query")
     sqlglot_schema = ensure_schema(dict(schema), dialect=dialect)
     cache: dict[tuple[object, ...], Node] = {}
+    # before the direct lineage below, whose tracing rewrites subqueries in the tree
+    indirect = _indirect_sources(qualified, dialect, sqlglot_schema, default_db, cache)
     edges: set[ColumnEdge] = set()
     for index, column in enumerate(columns):
         try:
@@ -343,7 +345,6 @@ def _extract(
         for table, name in leaves:
             source = f"{_table_name(table, default_db)}.{name.strip(chr(34)).lower()}"
             edges.add(ColumnEdge(source, f"{write.target}.{column}", tuple(sorted(functions))))
-    indirect = _indirect_sources(qualified, dialect, sqlglot_schema, default_db, cache)
     for column in columns:
         target = f"{write.target}.{column}"
         direct = {e.source for e in edges if e.target == target}
@@ -366,7 +367,7 @@ def _indirect_sources(
     found: dict[str, set[str]] = {}
     for scope in traverse_scope(qualified):
         select = scope.expression
-        if not isinstance(select, exp.Select):
+        if not isinstance(select, exp.Select) or _in_projection(scope):
             continue
         for column in scope.columns:
             clause = column.find_ancestor(*INDIRECT_KINDS)
@@ -383,6 +384,17 @@ def _indirect_sources(
             for name in names:
                 found.setdefault(name, set()).add(INDIRECT_KINDS[type(clause)])
     return found
+
+
+def _in_projection(scope: Scope) -> bool:
+    """A subquery giving a value to one output (``(SELECT max(v) FROM b WHERE ...) AS m``):
+    its clauses choose the rows of its own value, not the statement's."""
+    if not scope.is_subquery or scope.parent is None:
+        return False
+    node: exp.Expr | None = scope.expression
+    while node is not None and node.parent is not scope.parent.expression:
+        node = node.parent
+    return node is not None and node.arg_key == "expressions"
 
 
 def _traced(

@@ -430,11 +430,12 @@ def _column_lineage(
         functions = edge_functions(relation.dot_string)
         if relation.indirect:
             # OpenLineage's subtypes of an indirect dependency: FILTER, JOIN, GROUP_BY
-            kinds = relation.indirect.split(",")
-            transformation = column_lineage_dataset.Transformation(
-                type="INDIRECT", subtype=kinds[0].upper().replace(" ", "_"),
-                description=", ".join(kinds),
-            )  # fmt: skip
+            transformations = [
+                column_lineage_dataset.Transformation(
+                    type="INDIRECT", subtype=kind.upper().replace(" ", "_"), description=kind
+                )
+                for kind in relation.indirect.split(",")
+            ]
         else:
             if not functions:
                 subtype = "IDENTITY"
@@ -442,9 +443,11 @@ def _column_lineage(
                 subtype = "AGGREGATION"
             else:
                 subtype = "TRANSFORMATION"
-            transformation = column_lineage_dataset.Transformation(
-                type="DIRECT", subtype=subtype, description=", ".join(functions) or None
-            )
+            transformations = [
+                column_lineage_dataset.Transformation(
+                    type="DIRECT", subtype=subtype, description=", ".join(functions) or None
+                )
+            ]
         source, target = relation.src_node, relation.target_node
         assert source.container_node is not None and target.container_node is not None
         namespace, name = ids(source.container_node.qualified_name)
@@ -454,7 +457,7 @@ def _column_lineage(
                 namespace=namespace,
                 name=name,
                 field=source.display_name,
-                transformations=[transformation],
+                transformations=transformations,
             )
         )
     return {

@@ -55,8 +55,9 @@ class Graph:
         if edge is None:
             edge = self._between[(source, target)] = GraphEdge(source, target, label, indirect)
             self.edges.append(edge)
-        elif edge.indirect and not indirect:  # a direct dependency wins
-            edge.label, edge.indirect = label, False
+        elif edge.indirect != indirect:  # a direct dependency wins
+            if not indirect:
+                edge.label, edge.indirect = label, False
         elif label and label not in edge.label.split(", "):
             edge.label = ", ".join(filter(None, [edge.label, label]))
 

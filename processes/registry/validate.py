@@ -6,8 +6,8 @@ Every problem is said at once, each with the step and property at fault: a state
 sandbox refuses (``sql_guard``), a table the team may not read, a column no table of the
 query has (with the closest names), a field a struct column does not have, an ambiguous
 column. What cannot be checked is said too, never guessed: a table registered but not
-written yet (its columns are unknown), one a step of the team will write, a ``*`` over such
-a table."""
+written yet, or one a step of the team will write, has no known columns, and a column one
+of them might hold is never called wrong."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from batches import tables
@@ -147,21 +148,28 @@ def _check(query: str, schemas: _Schemas) -> tuple[list[str], list[str]]:
         check_query(query)
     except (RefusedStatement, StatementTooDeep) as exc:
         return [str(exc)], []
-    try:
-        (statement,) = sql_parse.parse(render(query, [1, 2], 3), DIALECT)
-    except (SqlglotError, ValueError) as exc:  # the guard reads it; this is a second reading
-        return [f"the statement cannot be read: {exc}"], []
     problems: list[str] = []
     unchecked: list[str] = []
-    for scope in traverse_scope(statement):
-        _check_scope(scope, schemas, problems, unchecked)
+    try:
+        (statement,) = sql_parse.parse(render(query, [1, 2], 3), DIALECT)
+        # Spark reads unquoted names without regard to case: so does the check.
+        statement = normalize_identifiers(statement, dialect=DIALECT)
+        for scope in traverse_scope(statement):
+            _check_scope(scope, schemas, problems, unchecked)
+    except (SqlglotError, ValueError, RecursionError) as exc:
+        # the guard read it; what this second reading cannot follow (two sources of one
+        # name, say) is said, not guessed past
+        return [f"the statement cannot be checked: {exc}"], []
     return list(dict.fromkeys(problems)), list(dict.fromkeys(unchecked))
 
 
 def _source_columns(source: exp.Table | Scope, schemas: _Schemas) -> dict[str, str] | None:
     """A source's columns (name -> type, "" when the type is not known): a table's, as
-    registered; a subquery's or a CTE's, its output names. None: not known."""
+    registered; a subquery's or a CTE's, its column list or its output names. None: not
+    known."""
     if isinstance(source, Scope):
+        if source.outer_columns:
+            return {name.lower(): "" for name in source.outer_columns}
         query = source.expression
         if not isinstance(query, exp.Select) or query.is_star:
             return None
@@ -182,14 +190,36 @@ def _closest(word: str, choices: Iterable[str]) -> str:
     return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
+def _from_sources(scope: Scope) -> dict[str, exp.Table | Scope]:
+    """The sources the query's FROM and JOINs name (semi and anti joins too), by alias."""
+    select = scope.expression
+    named = [select.args.get("from_"), *(select.args.get("joins") or [])]
+    found: dict[str, exp.Table | Scope] = {}
+    for clause in named:
+        if clause is None:
+            continue
+        alias = clause.this.alias_or_name
+        if alias in scope.sources:
+            found[alias] = scope.sources[alias]
+    return found
+
+
 def _check_scope(
     scope: Scope, schemas: _Schemas, problems: list[str], unchecked: list[str]
 ) -> None:
-    if not isinstance(scope.expression, exp.Select):
+    select = scope.expression
+    if not isinstance(select, exp.Select):
         return
     sources: dict[str, dict[str, str] | None] = {}
-    for alias, (_, source) in scope.selected_sources.items():
+    named = [select.args.get("from_"), *(select.args.get("joins") or [])]
+    aliases = [c.this.alias_or_name.lower() for c in named if c is not None]
+    for twice in sorted({a for a in aliases if aliases.count(a) > 1}):
+        problems.append(f"{twice} names two sources of the query: give each its own alias")
+    for alias, source in _from_sources(scope).items():
         if isinstance(source, exp.Table):
+            if not isinstance(source.this, exp.Identifier):
+                sources[alias.lower()] = None  # a table function (range(10)): no table
+                continue
             name = _table_name(source)
             if name not in schemas.columns:
                 problems.append(
@@ -201,13 +231,20 @@ def _check_scope(
             if schemas.columns[name] is None:
                 unchecked.append(f"the columns of {name} (nothing written to it yet)")
         sources[alias.lower()] = _source_columns(source, schemas)
-    aliases = {s.alias_or_name.lower() for s in scope.expression.selects}
-    lambdas = {
-        var.name.lower() for lam in scope.expression.find_all(exp.Lambda) for var in lam.expressions
+    if select.args.get("laterals"):  # LATERAL VIEW explode(...): columns of its own
+        sources["lateral view"] = None
+    shared = {  # JOIN ... USING (k): one column k, not two
+        name.name.lower()
+        for join in select.args.get("joins") or []
+        for name in join.args.get("using") or []
     }
-    outer = _outer_sources(scope, schemas)
+    outputs = {s.alias_or_name.lower() for s in select.selects}
+    lambdas = {var.name.lower() for lam in select.find_all(exp.Lambda) for var in lam.expressions}
+    outer = _outer_sources(scope, schemas) if scope.is_subquery else {}
     for column in scope.columns:
-        message = _check_column(column, sources, outer, aliases, lambdas)
+        if column.find_ancestor(exp.Select) is not select:
+            continue  # a subquery's own column, checked in its scope
+        message = _check_column(column, sources, outer, outputs | shared, lambdas)
         if message:
             problems.append(message)
 
@@ -217,8 +254,9 @@ def _outer_sources(scope: Scope, schemas: _Schemas) -> dict[str, dict[str, str] 
     found: dict[str, dict[str, str] | None] = {}
     parent = scope.parent
     while parent is not None:
-        for alias, (_, source) in parent.selected_sources.items():
-            found.setdefault(alias.lower(), _source_columns(source, schemas))
+        if isinstance(parent.expression, exp.Select):
+            for alias, source in _from_sources(parent).items():
+                found.setdefault(alias.lower(), _source_columns(source, schemas))
         parent = parent.parent
     return found
 
@@ -227,15 +265,19 @@ def _check_column(
     column: exp.Column,
     sources: dict[str, dict[str, str] | None],
     outer: dict[str, dict[str, str] | None],
-    aliases: set[str],
+    names: set[str],
     lambdas: set[str],
 ) -> str | None:
+    """``names``: the query's output names and the join's shared columns, which Spark reads
+    as columns too."""
     if column.is_star:
         return None  # t.*: its table was checked with the sources
     parts = [p.name.lower() for p in column.parts]
     if len(parts) == 1:
-        return _check_bare(parts[0], sources, outer, aliases, lambdas)
+        return _check_bare(parts[0], sources, outer, names, lambdas)
     everywhere = {**outer, **sources}
+    if len(parts) >= 3 and parts[1] in everywhere:  # db.table.column
+        parts = parts[1:]
     qualifier, name, path = parts[0], parts[1], parts[2:]
     if qualifier in everywhere:
         columns = everywhere[qualifier]
@@ -245,18 +287,18 @@ def _check_column(
             return f"{qualifier}.{name} is not a column of {qualifier}" + _closest(name, columns)
         return _check_fields(f"{qualifier}.{name}", columns[name], path)
     # Not a table: a struct column's field (``contexts.page.url``), as Spark reads it.
-    return _check_bare(qualifier, sources, outer, aliases, lambdas, path=parts[1:])
+    return _check_bare(qualifier, sources, outer, names, lambdas, path=parts[1:])
 
 
 def _check_bare(
     name: str,
     sources: dict[str, dict[str, str] | None],
     outer: dict[str, dict[str, str] | None],
-    aliases: set[str],
+    names: set[str],
     lambdas: set[str],
     path: list[str] | None = None,
 ) -> str | None:
-    if name in lambdas or (not path and name in aliases):
+    if name in lambdas or name in names:
         return None
     for level in (sources, outer):
         if any(columns is None for columns in level.values()):
@@ -268,7 +310,7 @@ def _check_bare(
             return _check_fields(name, level[having[0]][name], path or [])  # type: ignore[index]
     known = {c for columns in sources.values() if columns for c in columns}
     tables = ", ".join(sorted(sources)) or "no table"
-    return f"{name} is not a column of {tables}" + _closest(name, known | aliases)
+    return f"{name} is not a column of {tables}" + _closest(name, known | names)
 
 
 def _check_fields(shown: str, kind: str, path: list[str]) -> str | None:

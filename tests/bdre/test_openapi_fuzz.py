@@ -36,11 +36,12 @@ EXAMPLES = int(os.environ.get("BDRE_FUZZ_EXAMPLES", "8"))
 BOUNDARIES = os.environ.get("BDRE_FUZZ_BOUNDARIES", "") == "1"
 # With them this module is minutes of one process: `make test` starts it among the first.
 pytestmark = [pytest.mark.long] if BOUNDARIES else []
-# Boundary cases the web layer answers before any query, which the database cannot change: a
-# method the route does not have (405), a body DRF's parsers do not take (415, 400), a value
-# of the wrong type, which the serializers and filters refuse (400); 5,594 of the 10,449
-# cases (docs/testing.md, "The fuzzer on PostgreSQL"). Wrong types are still sent, in both
-# passes, by the generate phase's negative cases.
+# Boundary cases the web layer answers, nearly all before any query: a method the route does
+# not have (405), a body DRF's parsers do not take (415, 400), a value of the wrong type, which
+# the serializers and filters refuse (400) or coerce (a number for a CharField, anything for a
+# JSONField: a value of the right type then, which the positive cases send); 5,594 of the
+# 10,449 cases (docs/testing.md, "The fuzzer on PostgreSQL"). Wrong types are still sent, in
+# both passes, by the generate phase's negative cases.
 DATABASE_BLIND = frozenset(
     {
         "unspecified_http_method",

@@ -82,6 +82,14 @@ def test_an_indirect_dependency_inside_a_cte_is_traced_to_its_table():
     assert not any(t == "lake.out.name" and s == "lake.customers.name" for s, t, _ in found)
 
 
+def test_a_scalar_subquerys_filter_chooses_its_own_value_not_the_statements_rows():
+    sql = """SELECT o.id, (SELECT max(r.amount) FROM lake.refunds r WHERE r.order_id = 1) AS m
+             FROM lake.orders o WHERE o.amount > 0"""
+    found = indirect(sql)
+    assert ("lake.orders.amount", "lake.out.id", ("filter",)) in found
+    assert not any(s == "lake.refunds.order_id" for s, _, _ in found)
+
+
 def test_a_cte_passes_the_lineage_and_the_functions_through():
     sql = """WITH big AS (SELECT customer_id, ROUND(amount, 1) AS amt FROM lake.orders
                           WHERE amount > 10)

@@ -101,6 +101,43 @@ def test_subqueries_ctes_aliases_lambdas_and_correlation_resolve(team, events):
     assert [p.message for p in wrong.problems] == ["p.url is not a column of p"]
 
 
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT event_id FROM atomic_events WHERE event_id IN (SELECT id FROM other)",
+        "SELECT event_id FROM atomic_events a WHERE EXISTS (SELECT 1 FROM other o "
+        "WHERE o.id = a.event_id)",
+        "SELECT id FROM range(10)",
+        "SELECT event_id FROM atomic_events JOIN other USING (event_id)",
+        "SELECT a.event_id FROM atomic_events a LEFT SEMI JOIN other b ON a.event_id = b.id",
+        "WITH c(x, y) AS (SELECT event_id, event FROM atomic_events) SELECT x, y FROM c",
+        "WITH Daily AS (SELECT event FROM atomic_events) SELECT EVENT FROM daily",
+        "SELECT named_struct('a', 1) AS s, s.a AS a FROM atomic_events",
+        "SELECT default.atomic_events.event FROM default.atomic_events",
+        "SELECT e, count(*) AS n FROM atomic_events LATERAL VIEW explode(array(event)) t AS e "
+        "GROUP BY e",
+        "SELECT event, row_number() OVER (PARTITION BY event ORDER BY collector_tstamp) AS r "
+        "FROM atomic_events UNION ALL SELECT event, 1 AS r FROM atomic_events",
+    ],
+)
+def test_valid_spark_sql_of_every_shape_has_no_problem(team, events, query):
+    HiveTableFactory(
+        bus_domain=team.application, table_name="other", ddl="struct<id:string,event_id:string>"
+    )
+    found = validate_sql(team.group.pk, [sql_of(query)])
+    assert found.valid, found.problems
+
+
+def test_two_sources_of_one_name_are_a_problem(team, events):
+    found = validate_sql(
+        team.group.pk,
+        [sql_of("SELECT x.event FROM atomic_events x JOIN atomic_events x ON x.event = x.event")],
+    )
+    assert [p.message for p in found.problems] == [
+        "x names two sources of the query: give each its own alias"
+    ]
+
+
 def test_a_table_not_written_yet_is_said_unchecked_not_wrong(team, events):
     # The shred writes atomic_events_bad; it has run never: its columns are not known.
     HiveTableFactory(bus_domain=team.application, table_name="atomic_events_bad", ddl="")
