@@ -329,11 +329,8 @@ def _extract(
     indirect = _indirect_sources(qualified, dialect, sqlglot_schema, default_db, cache)
     edges: set[ColumnEdge] = set()
     for index, column in enumerate(columns):
-        try:
-            # by position, so that two outputs with one name each keep their own lineage
-            root = to_node(index, scope, dialect, schema=sqlglot_schema, _cache=cache)
-        except (SqlglotError, ValueError) as exc:
-            raise LineageError(f"cannot trace {column}: {exc}") from exc
+        # by position, so that two outputs with one name each keep their own lineage
+        root = _trace(index, column, scope, dialect, sqlglot_schema, cache)
         functions: set[str] = set()
         leaves = []
         for node in root.walk():
@@ -386,6 +383,22 @@ def _indirect_sources(
     return found
 
 
+def _trace(
+    output: int | str,
+    shown: str,
+    scope: Scope,
+    dialect: str,
+    schema: object,
+    cache: dict[tuple[object, ...], Node],
+) -> Node:
+    """sqlglot's lineage of one output of ``scope`` (by position or name); what it cannot
+    trace is the statement's reason, never a guess."""
+    try:
+        return to_node(output, scope, dialect, schema=schema, _cache=cache)  # type: ignore[arg-type]
+    except (SqlglotError, ValueError) as exc:
+        raise LineageError(f"cannot trace {shown}: {exc}") from exc
+
+
 def _in_projection(scope: Scope) -> bool:
     """A subquery giving a value to one output (``(SELECT max(v) FROM b WHERE ...) AS m``):
     its clauses choose the rows of its own value, not the statement's."""
@@ -406,10 +419,7 @@ def _traced(
     cache: dict[tuple[object, ...], Node],
 ) -> list[str]:
     """The table columns an output ``name`` of a subquery or a CTE comes from."""
-    try:
-        root = to_node(name, scope, dialect, schema=schema, _cache=cache)  # type: ignore[arg-type]
-    except (SqlglotError, ValueError):
-        return []  # lineage never guesses: an untraceable column adds no edge
+    root = _trace(name, name, scope, dialect, schema, cache)
     return [
         f"{_table_name(node.source, default_db)}."
         f"{node.name.rsplit('.', 1)[-1].strip(chr(34)).lower()}"

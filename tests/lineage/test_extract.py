@@ -90,6 +90,12 @@ def test_a_scalar_subquerys_filter_chooses_its_own_value_not_the_statements_rows
     assert not any(s == "lake.refunds.order_id" for s, _, _ in found)
 
 
+def test_a_correlated_subquerys_own_filter_is_traced_and_the_outer_column_left_out():
+    sql = """SELECT o.id FROM lake.orders o
+             WHERE EXISTS (SELECT 1 FROM lake.refunds r WHERE r.order_id = o.id)"""
+    assert ("lake.refunds.order_id", "lake.out.id", ("filter",)) in indirect(sql)
+
+
 def test_a_cte_passes_the_lineage_and_the_functions_through():
     sql = """WITH big AS (SELECT customer_id, ROUND(amount, 1) AS amt FROM lake.orders
                           WHERE amount > 10)
