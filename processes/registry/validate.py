@@ -23,7 +23,8 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from batches import tables
 from bdre import sql_parse
-from bdre.sql_parse import StatementTooDeep, struct_fields
+from bdre.sql_parse import StatementTooDeep
+from lineage.extract import struct_columns
 from processes import step_kinds
 from processes.models import Process, ProcessType, Property
 from processes.registry.pipelines import JobSpec
@@ -109,7 +110,7 @@ def _team_schemas(team_id: int, steps: list[StepSql]) -> _Schemas:
     for table in tables.readable_tables(team_id):
         name = f"{table.dbname}.{table.table_name}"
         readable.append(name)
-        known = {column.lower(): kind for column, kind in struct_fields(table.ddl)}
+        known = struct_columns(table.ddl)
         if known and table.batch_id_partition_col:
             known.setdefault(table.batch_id_partition_col.lower(), "int")
         columns[name.lower()] = known or None
@@ -190,15 +191,16 @@ def _closest(word: str, choices: Iterable[str]) -> str:
     return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
+def _named_sources(select: exp.Expr) -> list[str]:
+    """The aliases the query's FROM and JOINs give (semi and anti joins too), in order."""
+    clauses = [select.args.get("from_"), *(select.args.get("joins") or [])]
+    return [c.this.alias_or_name for c in clauses if c is not None]
+
+
 def _from_sources(scope: Scope) -> dict[str, exp.Table | Scope]:
-    """The sources the query's FROM and JOINs name (semi and anti joins too), by alias."""
-    select = scope.expression
-    named = [select.args.get("from_"), *(select.args.get("joins") or [])]
+    """The sources the query's FROM and JOINs name, by alias."""
     found: dict[str, exp.Table | Scope] = {}
-    for clause in named:
-        if clause is None:
-            continue
-        alias = clause.this.alias_or_name
+    for alias in _named_sources(scope.expression):
         if alias in scope.sources:
             found[alias] = scope.sources[alias]
     return found
@@ -211,8 +213,7 @@ def _check_scope(
     if not isinstance(select, exp.Select):
         return
     sources: dict[str, dict[str, str] | None] = {}
-    named = [select.args.get("from_"), *(select.args.get("joins") or [])]
-    aliases = [c.this.alias_or_name.lower() for c in named if c is not None]
+    aliases = [alias.lower() for alias in _named_sources(select)]
     for twice in sorted({a for a in aliases if aliases.count(a) > 1}):
         problems.append(f"{twice} names two sources of the query: give each its own alias")
     for alias, source in _from_sources(scope).items():
@@ -319,7 +320,7 @@ def _check_fields(shown: str, kind: str, path: list[str]) -> str | None:
         kind = kind.strip()
         if not kind.startswith("struct<"):
             return None  # a map's key, an array's element: Spark's to say, not a schema's
-        fields = {name.lower(): inner for name, inner in struct_fields(kind)}
+        fields = struct_columns(kind)
         if part not in fields:
             return f"{shown} has no field {part}" + _closest(part, fields)
         shown, kind = f"{shown}.{part}", fields[part]
