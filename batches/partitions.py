@@ -23,10 +23,10 @@ from urllib.parse import unquote, urlparse
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from batches.models import HiveTable, Partition
+from batches.models import BatchConsumpQueue, BatchState, HiveTable, Partition
 from processes.models import ExecState, InstanceExec
 
 if TYPE_CHECKING:
@@ -200,15 +200,61 @@ def publish(
     return list(Partition.objects.filter(pk__in=[p.pk for p in latest.values()]))
 
 
+def _given_up() -> Q:
+    """A batch whose claim went to the dead letter whole: every live queue row of it is
+    discarded, so no run is rebuilding it and none will until a requeue."""
+    rows = BatchConsumpQueue.objects.filter(target_batch_id=OuterRef("batch_id"))
+    return Q(
+        Exists(rows.filter(batch_state_id=BatchState.DISCARDED)),
+        ~Exists(rows.exclude(batch_state_id=BatchState.DISCARDED)),
+    )
+
+
 def unused(now: datetime | None = None) -> QuerySet[Partition]:
     """Partitions whose files no reader sees or will see, not removed yet: discarded ones,
-    those a failed attempt wrote, and those replaced longer ago than the grace period."""
+    those a failed attempt wrote, those a successful step wrote for a batch given up (its
+    input in the dead letter: a requeue rebuilds it whole, :func:`lost_steps`), and those
+    replaced longer ago than the grace period."""
     now = now or timezone.now()
     grace = timedelta(seconds=settings.BDRE_PARTITION_GRACE_SECONDS)
     return Partition.objects.filter(removed_at__isnull=True).filter(
         Q(state=State.DISCARDED)
         | Q(state=State.WRITTEN, step_run__exec_state_id__in=ExecState.failed())
+        | (Q(state=State.WRITTEN, step_run__exec_state_id=ExecState.SUCCESS) & _given_up())
         | Q(state=State.REPLACED, replaced_at__lte=now - grace)
+    )
+
+
+def _discard_written(partition: Partition) -> bool:
+    """An attempt no run will publish, DISCARDED; False when a run may still publish it.
+    A failed step run's attempt never is published (publish takes only the attempts of
+    successful step runs). A successful one's batch may be requeued at any moment: its rows
+    are locked (as a requeue locks the one it changes) and read again, so that either the
+    requeue comes first and the attempt stays for the re-run to skip its step, or the
+    attempt is discarded first and the re-run, seeing it discarded, runs the step again."""
+    with transaction.atomic():
+        if partition.step_run is not None and partition.step_run.exec_state_id == ExecState.SUCCESS:
+            states = set(
+                BatchConsumpQueue.objects.select_for_update()
+                .filter(target_batch_id=partition.batch_id)
+                .values_list("batch_state_id", flat=True)
+            )
+            if states != {BatchState.DISCARDED}:
+                return False
+        return bool(
+            Partition.objects.filter(pk=partition.pk, state=State.WRITTEN).update(
+                state=State.DISCARDED
+            )
+        )
+
+
+def lost_steps(step_run_ids: Iterable[int]) -> set[int]:
+    """Of these successful step runs, those an attempt of which was discarded before its job
+    published it (its batch was given up): a re-run cannot reuse what they wrote."""
+    return set(
+        Partition.objects.filter(
+            step_run_id__in=list(step_run_ids), state=State.DISCARDED
+        ).values_list("step_run_id", flat=True)
     )
 
 
@@ -218,13 +264,9 @@ def remove_unused(now: datetime | None = None) -> list[int]:
     partition published since the listing is never removed."""
     now = now or timezone.now()
     removed = []
-    for partition in unused(now).select_related("table").order_by("id")[:500]:
-        if partition.state == State.WRITTEN:
-            # The attempt failed: nothing can publish it any more (publish takes only the
-            # attempts of successful step runs).
-            Partition.objects.filter(pk=partition.pk, state=State.WRITTEN).update(
-                state=State.DISCARDED
-            )
+    for partition in unused(now).select_related("table", "step_run").order_by("id")[:500]:
+        if partition.state == State.WRITTEN and not _discard_written(partition):
+            continue
         claimed = Partition.objects.filter(
             pk=partition.pk, state__in=[State.DISCARDED, State.REPLACED], removed_at__isnull=True
         ).update(removed_at=now)

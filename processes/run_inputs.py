@@ -11,7 +11,7 @@ from datetime import datetime
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from batches import markings
+from batches import markings, partitions
 from batches import queue as batch_queue
 from batches.models import SEED_BATCH_ID, BatchConsumpQueue, BatchState, File
 from processes.models import ExecState, InstanceExec, Process, Trigger
@@ -126,14 +126,18 @@ def recovered_steps(steps: list[Process], target_batch_id: int) -> set[int]:
     resumes after the last of them, skipping it and everything before it."""
     # Only since the batch was last delivered: a batch rebuilt after it succeeded (a
     # backfill, rewind or reprocess) is rebuilt whole.
-    succeeded = set(
+    runs = dict(
         InstanceExec.objects.filter(
             parent__target_batch_id=target_batch_id,
             parent_id__gt=last_success(target_batch_id),
             process_id__in=[s.pk for s in steps],
             exec_state_id=ExecState.SUCCESS,
-        ).values_list("process_id", flat=True)
+        ).values_list("pk", "process_id")
     )
+    # A step whose output the reaper removed while the batch was given up (in the dead
+    # letter) is run again: what it wrote is gone.
+    lost = {runs[run] for run in partitions.lost_steps(runs)}
+    succeeded = set(runs.values()) - lost
     before = predecessors(steps)
     ancestors: dict[int, set[int]] = {}
     for step in steps:  # topological order: a step's predecessors come first

@@ -14,11 +14,11 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from batches import partitions
-from batches.models import Partition
+from batches import partitions, queue
+from batches.models import BatchState, Partition
 from processes import lifecycle
 from tests.helpers.factories import BatchFactory, HiveTableFactory, InstanceExecFactory
-from tests.helpers.lifecycle import steps_of
+from tests.helpers.lifecycle import feed, queued, run_job, steps_of
 
 # backends: a partial unique constraint and the halt's one transaction.
 pytestmark = [pytest.mark.django_db, pytest.mark.backends]
@@ -354,3 +354,56 @@ def test_a_shared_tables_readers_see_its_published_partitions_not_its_attempts(
     refused = api.get(url, {"state": "all"})
     assert refused.status_code == 403
     assert "a shared table's readers see its published partitions" in refused.content.decode()
+
+
+def run_writing(job, table, *, fail=False):
+    """A whole run whose first step writes ``table``, as a Spark step does, and whose last
+    fails when ``fail``."""
+    first, *_, last = steps_of(job)
+
+    def body(step, step_run, result):
+        if step == first:
+            write(table, result.target_batch_id, step_run)
+
+    return run_job(job, max_batch=1, fail_step=last if fail else None, on_step=body)
+
+
+def test_a_given_up_batchs_attempts_are_removed_and_a_requeue_rebuilds_it_whole(make_job, table):
+    feeder = make_job("feeder")
+    job = make_job("shred", steps=2, upstream=[feeder], max_retries=1)
+    first, second = steps_of(job)
+    feed(feeder, ["2026-11-01"])
+    batch = run_writing(job, table, fail=True).target_batch_id
+    kept = Partition.objects.get(batch_id=batch)  # written by the step that succeeded
+    assert {r.batch_state_id for r in queued(first) + queued(second)} == {BatchState.DISCARDED}
+
+    # In the dead letter nothing rebuilds the batch: what its steps wrote is never published.
+    assert partitions.remove_unused() == [kept.pk]
+    kept.refresh_from_db()
+    assert (kept.state, kept.removed_at is not None) == (State.DISCARDED, True)
+    assert not Path(kept.location).exists()
+
+    # Requeued, the batch is rebuilt whole: the step whose files are gone runs again.
+    queue.requeue(queued(first)[0].pk)
+    rerun = run_writing(job, table)
+    assert (rerun.target_batch_id, rerun.skipped_step_ids) == (batch, [])
+    (published,) = partitions.published(table)
+    assert published.batch_id == batch
+    assert published.step_run.parent_id == rerun.instance_exec_id
+    assert Path(published.location).exists()
+
+
+def test_a_batch_requeued_before_the_reaper_keeps_its_attempts_for_the_rerun(make_job, table):
+    feeder = make_job("feeder")
+    job = make_job("shred", steps=2, upstream=[feeder], max_retries=1)
+    first, second = steps_of(job)
+    feed(feeder, ["2026-11-01"])
+    batch = run_writing(job, table, fail=True).target_batch_id
+    kept = Partition.objects.get(batch_id=batch)
+
+    queue.requeue(queued(second)[0].pk)
+    assert partitions.remove_unused() == [], "waiting again for its re-run"
+    rerun = run_writing(job, table)
+    assert rerun.skipped_step_ids == [first.pk]
+    kept.refresh_from_db()
+    assert kept.state == State.PUBLISHED and Path(kept.location).exists()

@@ -27,13 +27,16 @@ def code_of(call, *args, **kwargs) -> int:
     return int(excinfo.value.code)
 
 
-def run_job(job, max_batch=None, fail_step=None):
-    """A whole run: init_job, every step in order, halt_job (or term on ``fail_step``)."""
+def run_job(job, max_batch=None, fail_step=None, on_step=None):
+    """A whole run: init_job, every step in order, halt_job (or term on ``fail_step``);
+    ``on_step(step, step_run_id, result)`` after each step's start: what its body does."""
     result = lifecycle.init_job(job.pk, max_batch)
     for step in steps_of(job):
         if step.pk in result.skipped_step_ids:
             continue
-        lifecycle.init_step(step.pk)
+        step_run = lifecycle.init_step(step.pk)
+        if on_step is not None:
+            on_step(step, step_run, result)
         if step == fail_step:
             lifecycle.term_step(step.pk, "step broke")
             lifecycle.term_job(job.pk, "step broke")
