@@ -89,9 +89,15 @@ def _step(
 # to the quarantine table, a second row for a day fails the daily summary before it is
 # written, and a page that is not https is taken out.
 EXPECTATIONS = {
-    "clickstream_shred_events": {"atomic_events.event_id_present": "drop: event_id IS NOT NULL"},
+    "clickstream_shred_events": {
+        "atomic_events.event_id_present": "drop: event_id IS NOT NULL",
+        "atomic_events.every_line_accounted": "fail: accounting()",
+    },
     "clickstream_daily_summary": {"daily_page_views.one_row_a_day": "fail: unique(day)"},
-    "clickstream_pages_cleanse": {"pages.https_url": "drop: page_url LIKE 'https://%'"},
+    "clickstream_pages_cleanse": {
+        "pages.https_url": "drop: page_url LIKE 'https://%'",
+        "pages.every_row_accounted": "fail: accounting()",
+    },
 }
 
 TIMER_KEY = "every_seconds"

@@ -86,6 +86,9 @@ class StepKind:
     spark: bool = False  # runs in the worker's Spark session, on a Spark queue
     # where it writes outside the warehouse's tables, replaced per batch (replay, OpenLineage)
     destinations: Callable[[PropertyGroups], list[str]] | None = None
+    # counts the rows it reads (rows_in) and sets aside (bad, duplicates), so that they add
+    # up to the rows it writes: an accounting() expectation checks it
+    accounts: bool = False
 
     def defaults(self, group: str, step_name: str) -> dict[str, str]:
         return {
@@ -204,6 +207,8 @@ class StepContext:
     inputs: list[str] = field(default_factory=list)  # tables and locations read so far
     checks: list[dict[str, Any]] = field(default_factory=list)  # expectations checked so far
     quarantined: list[tuple[str, str]] = field(default_factory=list)  # (table, its quarantine)
+    # the rows of the partitions it read, as their writers counted them (None: not counted)
+    rows_read: list[int | None] = field(default_factory=list)
 
     @property
     def log(self) -> StepLogger:
@@ -256,6 +261,12 @@ class StepContext:
         self.checks += results
         InstanceExec.objects.filter(pk=self.step_run_id).update(checks=self.checks)
 
+    def record_rows_read(self, table: str, rows: list[int | None]) -> None:
+        """The rows of the partitions of ``table`` the step reads, as counted when they were
+        written (None for a partition or folder nobody counted): the upstream side of an
+        accounting rule (``expectations.audit``)."""
+        self.rows_read += rows
+
     def record_output(self, name: str) -> None:
         """Keep on the run a table the step wrote (``db.table``), as soon as it is written."""
         if name not in self.outputs:
@@ -273,7 +284,47 @@ def run_step(context: StepContext) -> Counters:
 
         record_quarantines(context.step_run_id, context.quarantined)
     InstanceExec.objects.filter(pk=context.step_run_id).update(counters=counters)
+    if kind.accounts:
+        _account(context, counters)
     return counters
+
+
+def _account(context: StepContext, counters: Counters) -> None:
+    """The step's accounting rules, from what it counted and what it wrote (its partitions'
+    rows as counted once written): kept on the run with its other expectations; a failed
+    ``fail`` rule fails the step, so that its job publishes nothing of the batch."""
+    from batches.models import Partition
+    from processes.step_kinds import expectations
+
+    rules = [
+        r
+        for r in expectations.rules_of(context.properties(expectations.GROUP))
+        if r.kind == "accounting"
+    ]
+    if not rules:
+        return
+    written: dict[str, int | None] = {}
+    for name, rows in Partition.objects.filter(step_run_id=context.step_run_id).values_list(
+        "table__table_name", "rows"
+    ):
+        written[name.lower()] = rows
+    known = context.rows_read and None not in context.rows_read
+    upstream = sum(r for r in context.rows_read if r is not None) if known else None
+    results = [
+        expectations.audit(r, expectations.ledger(counters, written, r.table, upstream))
+        for r in rules
+    ]
+    context.record_checks(results)
+    failing = []
+    for result in results:
+        if expectations.is_failure(result):
+            context.log("expect.failed", expectations.described(result), "quality")
+            if result["action"] == "fail":
+                failing.append(expectations.described(result))
+    if failing:
+        raise expectations.ExpectationFailed(
+            f"batch {context.target_batch_id} is not published: " + "; ".join(failing)
+        )
 
 
 def _session_for(kind: StepKind, context: StepContext) -> AbstractContextManager[object]:

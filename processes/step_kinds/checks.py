@@ -6,6 +6,7 @@ checks itself (its spec's ``checks``). Nothing here knows a kind by its name."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 
 from batches.locations import LocationRefused, Outside, TeamStorage, storages
 from batches.tables import TableNotWritable, check_name, split_name
@@ -47,7 +48,9 @@ def check_step_properties(kind: str, properties: PropertyGroups, *, team_id: int
 def _checks_of(spec: StepKind) -> list[Callable[[PropertyGroups], None]]:
     """The kind's own checks; and the expectations of a Spark kind that writes tables (any
     other kind, an export say, has none: an ``expect`` group on it is refused)."""
-    return [*spec.checks, expectations.check if spec.spark and spec.writes else _no_expectations]
+    if not (spec.spark and spec.writes):
+        return [*spec.checks, _no_expectations]
+    return [*spec.checks, partial(expectations.check, accounts=spec.accounts)]
 
 
 def _no_expectations(properties: PropertyGroups) -> None:

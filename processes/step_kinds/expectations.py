@@ -11,7 +11,12 @@ its database), its value ``<action>: <rule>``:
   batch and one of the table's other batches, share the key), ``rows(<min>, <max>)`` (the
   batch's row count; ``*`` for no bound), ``null_ratio(<column>) <= <ratio>``,
   ``freshness(<column>) <= <age>`` and ``volume(<batches>, <factor>)`` (against the rows of
-  the batches the rule was checked on before).
+  the batches the rule was checked on before);
+- the **accounting** of the step, ``accounting()``: the rows it read are the rows it wrote to
+  the table, with those a drop rule quarantined and those it set aside (bad rows, duplicates
+  dropped), and, along the chain, the rows the steps before it published in what it read.
+  Checked from the numbers of the step's run once its body has written everything
+  (:func:`account`), never by a scan of its own.
 
 The action: ``warn`` counts the failures; ``drop`` (row rules) writes the failing rows to
 ``<table>_quarantine`` with the rules they failed, their text and the run, and the others to
@@ -51,7 +56,8 @@ ROWS = re.compile(rf"rows\(\s*{BOUND}\s*,\s*{BOUND}\s*\)", re.I)
 NULL_RATIO = re.compile(rf"null_ratio\(\s*({IDENTIFIER})\s*\)\s*<=\s*([01](?:\.\d+)?)", re.I)
 FRESHNESS = re.compile(rf"freshness\(\s*({IDENTIFIER})\s*\)\s*<=\s*(\d+)\s*([smhd])", re.I)
 VOLUME = re.compile(r"volume\(\s*(\d+)\s*,\s*(\d+(?:\.\d+)?)\s*\)", re.I)
-BATCH_WORDS = re.compile(r"(unique|rows|null_ratio|freshness|volume)\s*\(", re.I)
+ACCOUNTING = re.compile(r"accounting\(\s*\)", re.I)
+BATCH_WORDS = re.compile(r"(unique|rows|null_ratio|freshness|volume|accounting)\s*\(", re.I)
 SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_HISTORY = 1000  # batches a volume rule may compare with
 
@@ -70,7 +76,7 @@ class Rule:
     name: str
     action: str
     text: str  # as declared, after the action
-    kind: str  # "row", "unique", "rows", "null_ratio", "freshness", "volume"
+    kind: str  # "row", "unique", "rows", "null_ratio", "freshness", "volume", "accounting"
     columns: tuple[str, ...] = ()  # unique's key; null_ratio's, freshness' column; a row rule's
     low: int | None = None  # rows' bounds; volume's number of batches
     high: int | None = None
@@ -108,13 +114,14 @@ def _batch_rule(key: str, table: str, name: str, action: str, body: str) -> Rule
         NULL_RATIO.fullmatch(body),
     )
     freshness, volume = FRESHNESS.fullmatch(body), VOLUME.fullmatch(body)
-    if not (unique or rows or null_ratio or freshness or volume):
+    accounting = ACCOUNTING.fullmatch(body)
+    if not (unique or rows or null_ratio or freshness or volume or accounting):
         if BATCH_WORDS.match(body):
             raise RefusedExpectation(
                 f"expect.{key}: a batch rule is unique(<column>, ...), rows(<min>, <max>) "
                 "with * for no bound, null_ratio(<column>) <= <ratio from 0 to 1>, "
-                "freshness(<column>) <= <age: 90m, 6h, 2d> or volume(<batches>, <factor>); "
-                f"not {body[:80]!r}"
+                "freshness(<column>) <= <age: 90m, 6h, 2d>, volume(<batches>, <factor>) or "
+                f"accounting(); not {body[:80]!r}"
             )
         return None
     if action == "drop":
@@ -123,6 +130,8 @@ def _batch_rule(key: str, table: str, name: str, action: str, body: str) -> Rule
             "(drop takes rows out, a row rule's action)"
         )
     rule = Rule(table, name, action, body, "")
+    if accounting is not None:
+        return replace(rule, kind="accounting")
     if unique is not None:
         columns = tuple(c.strip() for c in unique[1].split(","))
         return replace(rule, kind="unique", columns=columns)
@@ -189,9 +198,22 @@ def rules_of(properties: Mapping[str, Any]) -> list[Rule]:
     return [parse(key, str(value)) for key, value in sorted(properties.items())]
 
 
-def check(groups: Mapping[str, Mapping[str, Any]]) -> None:
-    """A step's ``expect`` group as registered and before each run."""
-    rules_of(groups.get(GROUP, {}))
+def check(groups: Mapping[str, Mapping[str, Any]], *, accounts: bool = False) -> None:
+    """A step's ``expect`` group as registered and before each run; ``accounts``: whether
+    its kind counts the rows it reads and sets aside (an accounting rule's numbers)."""
+    for rule in rules_of(groups.get(GROUP, {})):
+        if rule.kind == "accounting" and not accounts:
+            raise RefusedExpectation(
+                f"expect.{rule.table}.{rule.name}: accounting() checks a step that counts the "
+                "rows it reads and sets aside (spark.shred, spark.load, spark.cleanse); this "
+                "step's rows read do not add up to its rows written (a query aggregates, "
+                "joins and filters): check it with rows(...) or volume(...)"
+            )
+
+
+def in_spark(rules: list[Rule]) -> list[Rule]:
+    """The rules checked on the batch's rows as it is written (all but the accounting)."""
+    return [r for r in rules if r.kind != "accounting"]
 
 
 # --- in Spark -------------------------------------------------------------------------------
@@ -383,3 +405,55 @@ def _plain(row: dict[str, Any]) -> dict[str, Any]:
         k: v if v is None or isinstance(v, (bool, int, float, str)) else str(v)
         for k, v in row.items()
     }
+
+
+# --- the accounting, from the step run's numbers ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ledger:
+    read: int | None  # the step's rows_in
+    written: int  # the rows of its partition of the table, counted once written (none: 0)
+    quarantined: int  # the rows a drop rule moved to the table's quarantine
+    set_aside: dict[str, int]  # bad, duplicates: the counters' (processes.counters)
+    upstream: int | None  # the rows the steps before it published in what it read
+
+    @property
+    def accounted(self) -> int:
+        return self.written + self.quarantined + sum(self.set_aside.values())
+
+
+def ledger(
+    counters: Mapping[str, Any],
+    written: Mapping[str, int | None],
+    table: str,
+    upstream: int | None,
+) -> Ledger:
+    """The numbers an accounting rule on ``table`` compares: ``written`` is the step run's
+    partitions by table name (lower case), their rows as counted once written."""
+    from processes.counters import set_aside
+
+    read = counters.get("rows_in")
+    return Ledger(
+        read=read if isinstance(read, int) else None,
+        written=written.get(table.lower()) or 0,
+        quarantined=written.get((table + QUARANTINE_SUFFIX).lower()) or 0,
+        set_aside=set_aside(counters),
+        upstream=upstream,
+    )
+
+
+def audit(rule: Rule, books: Ledger) -> dict[str, Any]:
+    """An accounting rule's result: the rows read, and those that no written, quarantined or
+    set-aside row (or no published upstream row) accounts for, failed."""
+    read = books.read
+    if read is None:
+        return _result(rule, 0, 0, [], "cannot be checked: the step counted no rows read", ok=False)
+    parts = [f"{books.written} written", f"{books.quarantined} quarantined"]
+    parts += [f"{n} {why}" for why, n in books.set_aside.items()]
+    observed = f"{read} read, {books.accounted} accounted for: " + " + ".join(parts)
+    unaccounted = abs(read - books.accounted)
+    if books.upstream is not None:
+        observed += f"; {books.upstream} published upstream in what it read"
+        unaccounted += abs(books.upstream - read)
+    return _result(rule, read, min(unaccounted, read), [], observed, ok=not unaccounted)

@@ -172,5 +172,6 @@ KIND = register(
         reads=(Table("cleanse", "source_table"),),
         query_kind=QueryKind.SPARK_CLEANSE,
         spark=True,
+        accounts=True,
     )
 )

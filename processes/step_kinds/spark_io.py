@@ -184,11 +184,8 @@ def _expected(
     (processes/step_kinds/expectations.py): the results kept on the run, the rows a drop rule
     took out in ``<table>_quarantine``; a failed fail rule fails the step before a byte of
     the batch is written."""
-    rules = [
-        r
-        for r in expectations.rules_of(context.properties(expectations.GROUP))
-        if r.table.lower() == table.lower()
-    ]
+    declared = expectations.rules_of(context.properties(expectations.GROUP))
+    rules = [r for r in expectations.in_spark(declared) if r.table.lower() == table.lower()]
     quarantine = table + expectations.QUARANTINE_SUFFIX
     # Written once a rule has dropped a row of the table; from then on with every batch (empty
     # when nothing is dropped, or no rule drops any more), so that a rebuilt batch (a fixed
@@ -324,6 +321,7 @@ def read_table(
     table = registered(context, name)
     context.record_input(table_name(name))
     if not table.batch_id_partition_col or not partitions.tracked(table):
+        context.record_rows_read(name, [None])  # folders BDRE did not count
         df = spark.read.parquet(spark_path(table.location))
         if batch_ids is not None and table.batch_id_partition_col:
             df = df.filter(F.col(table.batch_id_partition_col).isin(batch_ids))
@@ -331,6 +329,7 @@ def read_table(
     seen = partitions.visible(
         table, batch_ids, own_batch=context.target_batch_id, own_run=context.job_run_id
     )
+    context.record_rows_read(name, [p.rows for p in seen])
     return read_partitions(
         spark, table.location, [p.location for p in seen], schema_of=table.ddl or None
     )

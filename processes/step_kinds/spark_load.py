@@ -156,5 +156,6 @@ KIND = register(
         writes=(Table("load", "table"),),
         query_kind=QueryKind.SPARK_LOAD,
         spark=True,
+        accounts=True,
     )
 )

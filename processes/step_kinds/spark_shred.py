@@ -221,5 +221,6 @@ KIND = register(
         query_kind=QueryKind.SPARK_SHRED,
         checks=(check_value("dedup", "manifest_name", check_manifest_name, skip_empty=False),),
         spark=True,
+        accounts=True,
     )
 )

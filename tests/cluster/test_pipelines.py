@@ -141,6 +141,13 @@ def test_make_demo_runs_the_pipeline_on_the_embedded_worker(local_demo):
     )
     assert checked and int(checked[1]) == counts["events out"], out
     assert "pages.https_url (drop: page_url LIKE 'https://%'): 60 rows checked, 0 failed" in out
+    # Every line the shred read, and every row the cleanse read, written or set aside.
+    accounted = (
+        f"atomic_events.every_line_accounted (fail: accounting()): {counts['events in']} rows "
+        "checked, 0 failed"
+    )
+    assert accounted in out, out
+    assert "pages.every_row_accounted (fail: accounting()): 64 rows checked, 0 failed" in out
     # Where a notebook finds them: the published catalog (Beat syncs it: batches/catalog/).
     assert re.search(r"in the catalog as: .*\bt\d+_default\.atomic_events\b", out), out
 

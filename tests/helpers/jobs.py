@@ -6,6 +6,7 @@ for a test of what the registry would refuse or never writes."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -126,6 +127,23 @@ def load_step(
     with ``options`` as its other ``load.*`` properties (a ``schema``, say)."""
     load = {"format": format, "table": table, **options}
     return StepSpec(name, LOAD, upstream=job_ids(upstream), properties={"load": load})
+
+
+def cleanse_step(
+    name: str,
+    source: str,
+    rules: list[dict],
+    *,
+    upstream: Iterable[Process] = (),
+    expect: Mapping[str, str] | None = None,
+    **tables: str,
+) -> StepSpec:
+    """A ``spark.cleanse`` step checking ``source``'s rows against ``rules`` (its fields),
+    with ``tables`` as its ``clean_table`` and ``invalid_table``, and ``expect`` as its
+    expectations."""
+    cleanse = {"source_table": source, "rules": json.dumps(rules), **tables}
+    properties = {"cleanse": cleanse} | ({"expect": dict(expect)} if expect else {})
+    return StepSpec(name, CLEANSE, upstream=job_ids(upstream), properties=properties)
 
 
 def scan_step(name: str, location: str | Path, **options: str) -> StepSpec:

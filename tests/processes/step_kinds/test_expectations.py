@@ -9,16 +9,24 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from django.core.exceptions import ValidationError
 
-from batches.models import HiveTable
+from batches.models import HiveTable, Partition
 from lineage.models import LineageRelation
 from processes import orchestrator, replay
 from processes.models import InstanceExec, Property
 from processes.step_kinds import expectations
 from tests.helpers.factories import grant_root
-from tests.helpers.jobs import build_job, callable_step, load_step, scan_step, sql_step
+from tests.helpers.jobs import (
+    build_job,
+    callable_step,
+    cleanse_step,
+    load_step,
+    scan_step,
+    sql_step,
+)
 from tests.helpers.spark import published
 
 pytestmark = pytest.mark.django_db
@@ -40,6 +48,8 @@ pytestmark = pytest.mark.django_db
         ("totals.recent", "warn: freshness(at) <= soon", "freshness(<column>) <= <age"),
         ("totals.steady", "warn: volume(0, 2)", "the last 1 to 1000 batches"),
         ("totals.steady", "fail: volume(10, 0.5)", "within a factor of 1 or more"),
+        ("totals.adds_up", "drop: accounting()", "its action is warn or fail"),
+        ("totals.adds_up", "fail: accounting()", "accounting() checks a step that counts"),
     ],
 )
 def test_a_bad_rule_is_refused_at_registration_with_what_to_write(team, key, value, says):
@@ -238,3 +248,90 @@ def test_after_a_fixed_rule_a_replayed_batch_publishes_the_rows_its_quarantine_h
     assert (ids(table), ids(quarantine)) == ([1, 2, 3, 3], [])
     latest = InstanceExec.objects.filter(process__name="report_sql").order_by("-id").first()
     assert [(c["checked"], c["passed"], c["failed"]) for c in latest.checks] == [(4, 4, 0)]
+
+
+def test_the_accounting_says_what_each_row_read_became():
+    (rule,) = expectations.rules_of({"events.adds_up": "fail: accounting()"})
+    counters = {"rows_in": 800, "bad_rows": 80, "dup_in_batch_natural": 200}
+    written = {"events": 500, "events_quarantine": 20}
+
+    def audit(upstream=None, **changed):
+        books = expectations.ledger(counters | changed, written, "Events", upstream)
+        result = expectations.audit(rule, books)
+        return result["ok"], result["failed"], result["observed"]
+
+    assert audit() == (
+        True,
+        0,
+        "800 read, 800 accounted for: 500 written + 20 quarantined + 80 bad + 200 duplicates",
+    )
+    ok, failed, observed = audit(upstream=810)
+    assert (ok, failed) == (False, 10)
+    assert observed.endswith("; 810 published upstream in what it read")
+    assert audit(rows_in=803)[:2] == (False, 3)  # three rows neither written nor set aside
+    assert audit(rows_in=None) == (False, 0, "cannot be checked: the step counted no rows read")
+
+
+def test_the_accounting_of_a_cleanse_adds_up_and_fails_the_batch_its_input_lost_a_row_of(
+    team, orders, spark, tmp_path
+):
+    """ingest -> load (lake.orders) -> cleanse, its rows read against what the load
+    published: every row is written, quarantined or invalid; a row lost from the published
+    partition after the load counted it fails the cleanse's batch, which is not published."""
+    ingest, load = orders
+    fields = [
+        {"name": "id", "type": "long", "required": True},
+        {"name": "email", "type": "string", "required": True},
+        {"name": "amount", "type": "double"},
+    ]
+    expect = {
+        "clean_orders.positive": "drop: amount >= 0",
+        "clean_orders.adds_up": "fail: accounting()",
+    }
+    cleanse = build_job(
+        team,
+        "cleanse",
+        [
+            cleanse_step(
+                "cleanse_0",
+                "lake.orders",
+                fields,
+                upstream=[load],
+                expect=expect,
+                clean_table="lake.clean_orders",
+                invalid_table="lake.invalid_orders",
+            )
+        ],
+    )
+    for job in (ingest, load, cleanse):
+        assert orchestrator.run_job(job.pk).succeeded
+    step_run = InstanceExec.objects.get(process__name="cleanse_0")
+    adds_up = next(c for c in step_run.checks if c["rule"] == "adds_up")
+    assert (adds_up["checked"], adds_up["failed"], adds_up["ok"]) == (4, 0, True)
+    assert adds_up["observed"] == (
+        "4 read, 4 accounted for: 2 written + 1 quarantined + 1 bad; "
+        "4 published upstream in what it read"
+    )
+
+    # More orders land and are loaded; then a row of the published partition is lost.
+    (tmp_path / "landing" / "orders_2.json").write_text(
+        '{"id": 5, "email": "e@x", "amount": 1.0}\n{"id": 6, "email": "f@x", "amount": 3.0}\n'
+    )
+    assert orchestrator.run_job(ingest.pk).succeeded and orchestrator.run_job(load.pk).succeeded
+    loaded = Partition.objects.filter(table__table_name="orders").order_by("-batch_id").first()
+    assert loaded.rows == 2 and loaded.state == Partition.State.PUBLISHED
+    (data,) = [f for f in Path(loaded.location).glob("*.parquet")]
+    pq.write_table(pq.read_table(data).slice(0, 1), data)
+    (data.parent / f".{data.name}.crc").unlink()  # Hadoop's checksum of the old file
+
+    run = orchestrator.run_job(cleanse.pk)
+    assert not run.succeeded
+    failed = InstanceExec.objects.filter(process__name="cleanse_0").order_by("-id").first()
+    assert "is not published" in failed.error
+    assert "clean_orders.adds_up (fail: accounting()): 1 of 1 rows failed" in failed.error
+    assert "2 published upstream" in failed.error
+    # Nothing of that batch reaches a reader of the clean table.
+    clean = HiveTable.objects.get(table_name="clean_orders")
+    assert {p.batch_id for p in Partition.objects.filter(table=clean, state="published")} == {
+        step_run.parent.target_batch_id
+    }
