@@ -48,14 +48,26 @@ def labelled(counters: Mapping[str, Any]) -> list[Counter]:
     ]
 
 
-def set_aside(counters: Mapping[str, Any]) -> dict[str, int]:
-    """The rows the run set aside, by why: bad, duplicates (dropped)."""
+# A cleanse's bad rows are rows that broke its rules: invalid, in its invalid table.
+INVALID_KINDS = {"spark.cleanse"}
+
+
+def set_aside(counters: Mapping[str, Any], *, kind: str = "") -> dict[str, int]:
+    """The rows the run set aside, by why: bad (invalid, for a cleanse), duplicates
+    (dropped)."""
     found: dict[str, int] = {}
     for key, why in SET_ASIDE.items():
         value = counters.get(key)
         if isinstance(value, int) and value:
+            why = "invalid" if why == "bad" and kind in INVALID_KINDS else why
             found[why] = found.get(why, 0) + value
     return found
+
+
+def quarantined(checks: list[Mapping[str, Any]] | None) -> dict[str, int]:
+    """The rows the run's drop expectations moved to a quarantine table (docs/quality.md)."""
+    rows = sum(int(c.get("failed") or 0) for c in checks or [] if c.get("action") == "drop")
+    return {"quarantined": rows} if rows else {}
 
 
 def how_they_add_up(counters: Mapping[str, Any]) -> str:

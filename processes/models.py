@@ -414,6 +414,12 @@ class InstanceExec(models.Model):
         help_text="What a step run read, in order: tables (db.table), folders and databases "
         "(their URI).",
     )
+    files_written = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="The files a step run wrote outside the warehouse's tables (an export's): "
+        "each one's path and bytes.",
+    )
     batch_marking = models.CharField(
         max_length=512,
         blank=True,

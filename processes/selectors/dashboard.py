@@ -1,6 +1,7 @@
 """What the dashboard shows, per job the user may see: its last run, its next scheduled run,
 its queue (depth, oldest waiting batch, dead letters), its failures of the last 24 hours
-that no later run resolved and the rows its steps set aside in them (bad, duplicates); and
+that no later run resolved and the rows its steps set aside in them (bad, invalid,
+duplicates, quarantined); and
 over the last 24 hours, runs per hour and the depth of the queue."""
 
 from __future__ import annotations
@@ -87,15 +88,16 @@ def job_rows(jobs: ProcessQuerySet, now: datetime | None = None) -> list[JobRow]
         has_any |= Q(counters__has_key=key)
     # Successful step runs: a failed one's batch is counted by the run that delivers it.
     step_runs = InstanceExec.objects.filter(
-        has_any,
+        has_any | ~Q(checks=[]),
         process__parent_id__in=ids,
         exec_state_id=ExecState.SUCCESS,
         end_ts__gte=now - timedelta(hours=24),
-    ).values_list("process__parent_id", "counters")
-    for job_id, counted in step_runs:
+    ).values_list("process__parent_id", "process__process_type__job_kind", "counters", "checks")
+    for job_id, kind, counted, checks in step_runs:
         assert job_id is not None  # a step run's step has its job: filtered on it
         into = set_aside.setdefault(job_id, {})
-        for why, n in counters.set_aside(counted).items():
+        found = counters.set_aside(counted, kind=kind) | counters.quarantined(checks)
+        for why, n in found.items():
             into[why] = into.get(why, 0) + n
     schedule_of = schedules.schedules_of(ids)
     rows = []

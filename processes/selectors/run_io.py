@@ -1,7 +1,8 @@
 """What each step of a run read and wrote, for the run page: the batches it consumed (with
 their files), the tables and folders it read, the partitions it wrote (table, rows, whether
-they were published), and the properties it ran with (its SQL among them). A table links its
-page when the user may see it (``batches.selectors.tables``)."""
+they were published), the files it wrote outside the tables (an export's), and the
+properties it ran with (its SQL among them). A table links its page when the user may see it
+(``batches.selectors.tables``)."""
 
 from __future__ import annotations
 
@@ -38,10 +39,17 @@ class Written:
 
 
 @dataclass
+class FileWritten:
+    path: str
+    bytes: int
+
+
+@dataclass
 class StepIO:
     consumed: list[Consumed] = field(default_factory=list)
     read: list[Read] = field(default_factory=list)
     written: list[Written] = field(default_factory=list)
+    files: list[FileWritten] = field(default_factory=list)  # outside the tables: an export's
     properties: dict[str, list[Property]] = field(default_factory=dict)
 
 
@@ -55,6 +63,9 @@ def step_io(user: AnyUser, run: InstanceExec, steps: list[InstanceExec]) -> dict
     visible = set(named.values())
     for step in steps:
         found[step.pk].read = [Read(n, named.get(str(n).lower())) for n in step.inputs or []]
+        found[step.pk].files = [
+            FileWritten(f["path"], f["bytes"]) for f in step.files_written or []
+        ]
     # The batches each step consumed for the run's batch: queue rows, live and archived (a
     # batch claimed twice, by a retry, is one batch); their files counted per batch.
     step_of = {s.process_id: s.pk for s in steps}

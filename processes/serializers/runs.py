@@ -71,6 +71,7 @@ class RunSerializer(serializers.ModelSerializer):
             "error",
             "counters",
             "checks",
+            "files_written",
             "resolved_by",
         )
         read_only_fields = fields

@@ -267,6 +267,13 @@ class StepContext:
         accounting rule (``expectations.audit``)."""
         self.rows_read += rows
 
+    def record_files_written(self, files: list[tuple[str, int]]) -> None:
+        """Keep on the run the files it wrote outside the warehouse's tables (path, bytes):
+        what an export's run page lists."""
+        InstanceExec.objects.filter(pk=self.step_run_id).update(
+            files_written=[{"path": path, "bytes": size} for path, size in files]
+        )
+
     def record_output(self, name: str) -> None:
         """Keep on the run a table the step wrote (``db.table``), as soon as it is written."""
         if name not in self.outputs:

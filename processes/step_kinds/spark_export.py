@@ -116,6 +116,7 @@ def spark_export(context: StepContext) -> Counters:
             writer.option("header", "true").csv(location)
         else:
             writer.parquet(location)
+        context.record_files_written(exported_files(destination, input_batches(context)))
     else:
         options = {"url": props["jdbc_url"], "dbtable": props["jdbc_table"]}
         if props.get("jdbc_driver"):
@@ -129,6 +130,21 @@ def spark_export(context: StepContext) -> Counters:
         cast = ("batch_id",)
     context.record_lineage(lambda: lineage(props["source_table"], df, destination, cast=cast))
     return {"rows_out": rows, "format": fmt}
+
+
+def exported_files(destination: str, batch_ids: list[int]) -> list[tuple[str, int]]:
+    """The data files now in the batches' folders of the export's ``destination`` (what a
+    dynamic overwrite of those partitions left there), with their bytes; none on a store
+    BDRE does not list (HDFS, GCS, ADLS)."""
+    from batches import partitions
+
+    if not partitions.supported(destination):
+        return []
+    found = []
+    for batch_id in sorted(batch_ids):
+        folder = f"{destination.rstrip('/')}/batch_id={batch_id}"
+        found += [(f"{folder}/{name}", size) for name, size in partitions.data_files(folder)]
+    return found
 
 
 FORMATS = ("csv", "parquet", "jdbc")

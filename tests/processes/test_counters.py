@@ -1,6 +1,6 @@
 """What a run counted, in words (processes/counters.py): the run page labels each counter and
 says how the rows read became the rows written; the dashboard counts, per job, the rows its
-steps set aside in the last 24 hours."""
+steps set aside in the last 24 hours (bad, invalid, duplicates, quarantined)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import pytest
 from django.utils import timezone
 
 from processes import counters
+from processes.models import Process
+from tests.helpers.jobs import CLEANSE
 from tests.helpers.lifecycle import steps_of
 from tests.helpers.runs import job_run, step_run
 
@@ -71,5 +73,16 @@ def test_the_run_page_labels_counters_and_the_dashboard_counts_rows_set_aside(
         page
     )
     assert "800 rows read = 463 written + 80 bad + 257 duplicates dropped" in page
+    # A cleanse's bad rows are invalid ones; a drop expectation's rows are quarantined.
+    pages = make_job("pages", steps=1)
+    (cleanse,) = steps_of(pages)
+    Process.objects.filter(pk=cleanse.pk).update(process_type_id=CLEANSE)
+    checked = step_run(job_run(pages, start_ts=now), cleanse, rows_in=64, rows_out=60, bad_rows=4)
+    checked.checks = [
+        {"rule": "https_url", "action": "drop", "checked": 60, "failed": 2},
+        {"rule": "some", "action": "warn", "checked": 60, "failed": 7},
+    ]
+    checked.save()
     dashboard = client.get("/").content.decode()
     assert "<td>80 bad · 257 duplicates</td>" in dashboard, "the last 24 hours only"
+    assert "<td>4 invalid · 2 quarantined</td>" in dashboard

@@ -66,5 +66,23 @@ def test_a_run_page_shows_the_batches_tables_and_partitions_each_step_read_and_w
         "published</dd>"
     ) in page
     assert "<h4>sql</h4>" in page and f"<pre>{QUERY}</pre>" in page
+    assert "files-written" not in page
     ingest_page = client.get(f"/runs/{ingest.runs.first().pk}/").content.decode()
     assert "no batch from the queue" in ingest_page and "no table partition" in ingest_page
+
+
+def test_an_export_run_page_lists_the_files_it_wrote(team, make_job, client):
+    export = make_job("export", steps=1)
+    result = run_job(export)
+    written = [{"path": "s3://exports/daily/batch_id=7/part-00000.csv", "bytes": 3072}]
+    InstanceExec.objects.filter(parent_id=result.instance_exec_id).update(files_written=written)
+    client.force_login(team.viewer)
+
+    page = client.get(f"/runs/{result.instance_exec_id}/").content.decode()
+    assert (
+        '<dt>files</dt><dd class="files-written"><code>s3://exports/daily/batch_id=7/'
+        "part-00000.csv</code> (3.0\xa0KB)</dd>"
+    ) in page
+    step_run = InstanceExec.objects.get(parent_id=result.instance_exec_id)
+    answer = client.get(f"/api/v1/runs/{step_run.pk}/").json()
+    assert answer["files_written"] == written

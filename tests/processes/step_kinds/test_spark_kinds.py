@@ -4,6 +4,7 @@ frames, then each kind end to end on a claimed batch through the lifecycle."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from pyspark.testing import assertDataFrameEqual
@@ -155,6 +156,11 @@ def test_load_cleanse_sql_and_export_end_to_end(
     ]
     exported = spark.read.option("header", "true").csv(str(export_dir)).collect()
     assert [(r["orders"], r["batch_id"]) for r in exported] == [("3", outcome.target_batch_id)]
+    # The run keeps the files the export wrote, for its page.
+    (written,) = InstanceExec.objects.get(process__name="orders_3").files_written
+    folder = f"{export_dir.as_uri()}/batch_id={outcome.target_batch_id}/"
+    assert written["path"].startswith(folder) and written["path"].endswith(".csv")
+    assert written["bytes"] == Path(written["path"].removeprefix("file://")).stat().st_size > 0
     query = LineageQuery.objects.get(process__name="orders_2")
     assert query.query_string.endswith(f"WHERE batch_id IN ({outcome.target_batch_id})")
     assert query.parse_error == ""
