@@ -32,6 +32,13 @@ def days(marking: str | None) -> list[str]:
     return [e for e in elements(marking) if is_day(e)]
 
 
+def has_label(marking: str | None, label: str) -> bool:
+    """Whether an element of the marking carries ``label`` (``EOD`` in ``EOD@2026-11-20``),
+    in any case."""
+    wanted = label.strip().lower()
+    return any(e.rpartition("@")[0].lower() == wanted for e in elements(marking) if "@" in e)
+
+
 def closes_a_day(marking: str | None, day: str | None = None) -> bool:
     """Whether the marking closes ``day`` (any day, without one)."""
     closing = [e for e in elements(marking) if e.startswith(END_OF_DAY + "@")]

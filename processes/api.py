@@ -37,7 +37,7 @@ from processes.models import (
     Server,
 )
 from processes.registry import validate
-from processes.replay_api import ProcessReplayActions
+from processes.replay_api import CatchUpAction, ProcessReplayActions
 from processes.serializers.pipelines import (
     InstantiateSerializer,
     PipelineSerializer,
@@ -142,7 +142,7 @@ def started_answer(request: Request, started: orchestrator.Started | scan_gate.Q
         "one step, whose predecessors are linked to its successors. Needs the admin role.",
     ),
 )
-class ProcessViewSet(ProcessReplayActions, ScopedViewSet):
+class ProcessViewSet(ProcessReplayActions, CatchUpAction, ScopedViewSet):
     filterset_class = ProcessFilter
     ordering_fields = ("id", "name", "add_ts")
 

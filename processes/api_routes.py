@@ -11,6 +11,7 @@ from processes.api import (
     TemplateViewSet,
 )
 from processes.models import ExecStatus, ProcessType, WorkflowType
+from processes.operation_api import OperationViewSet
 from processes.run_api import LogViewSet, RunViewSet
 
 router.register("applications", ApplicationViewSet, basename="application")
@@ -20,6 +21,7 @@ router.register("properties", PropertyViewSet, basename="property")
 router.register("runs", RunViewSet, basename="run")
 router.register("logs", LogViewSet, basename="log")
 router.register("servers", ServerViewSet, basename="server")
+router.register("operations", OperationViewSet, basename="operation")
 register_master("exec-statuses", ExecStatus)
 register_master("process-types", ProcessType)
 register_master("workflow-types", WorkflowType)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.conf import settings
 from django.contrib.auth.models import Group
 from django.core.validators import RegexValidator
 from django.db import models
@@ -344,6 +345,7 @@ class Trigger(models.TextChoices):
     REWIND = "rewind"
     REPROCESS = "reprocess"
     REPLAY = "replay"
+    CATCH_UP = "catch_up", "catch up"
 
 
 def _delivered_again(
@@ -555,3 +557,40 @@ class Server(models.Model):
         """False when a stored secret cannot be decrypted with any configured key: it must
         be entered again (bdre.fields.UnreadableSecret)."""
         return is_readable(self.login_password) and is_readable(self.ssh_private_key)
+
+
+class Operation(models.Model):
+    """A backfill, rewind, reprocess or catch-up as one named thing (processes.operations):
+    what was asked, the batches it rebuilds or queues (its plan, as it was started), who
+    started it and when. Its progress is read from the runs of those batches since then."""
+
+    class Kind(models.TextChoices):
+        BACKFILL = "backfill"
+        REWIND = "rewind"
+        REPROCESS = "reprocess"
+        CATCH_UP = "catch_up", "catch up"
+
+    bus_domain = models.ForeignKey(
+        BusDomain, on_delete=models.PROTECT, related_name="operations",
+        help_text="The application of the job it was asked on.",
+    )  # fmt: skip
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    name = models.CharField(max_length=200, help_text="The user's, or what was asked, in words.")
+    asked = models.JSONField(default=dict, help_text="What was asked, as it was asked.")
+    plan = models.JSONField(
+        default=list, help_text="The batches it builds: job, batch, hops downstream, partitions."
+    )
+    rows_put_back = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )  # fmt: skip
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    team_lookup = "bus_domain__team"
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return self.name

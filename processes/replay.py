@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -38,8 +39,15 @@ from batches import markings
 from batches import queue as batch_queue
 from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState, File
 from bdre.errors import BdreError, Code
-from processes import schedules, step_kinds
-from processes.models import ExecState, InstanceExec, Process, Trigger, grouped_properties
+from processes import operations, schedules, step_kinds
+from processes.models import (
+    ExecState,
+    InstanceExec,
+    Operation,
+    Process,
+    Trigger,
+    grouped_properties,
+)
 
 Archive = ArchiveConsumpQueue
 
@@ -84,39 +92,61 @@ class ReplayPlan:
 # --- plans -----------------------------------------------------------------------------------
 
 
-def plan_backfill(job_id: int, since: date, until: date) -> ReplayPlan:
-    """The batches ``job_id`` made from ``since`` to ``until`` (inclusive), and downstream."""
+def plan_backfill(job_id: int, since: date, until: date, *, label: str = "") -> ReplayPlan:
+    """The batches ``job_id`` made from ``since`` to ``until`` (inclusive), of input marked
+    ``label`` when given (a marking's label, ``EOD`` of ``EOD@2026-11-20``), and
+    downstream."""
     job = _job(job_id)
     if since > until:
         raise BdreError(Code.INVALID_RANGE, f"since {since} is after until {until}")
-    made = {
-        t
-        for t, created in Archive.objects.filter(process__parent=job)
-        .values_list("target_batch_id", "target_batch__created_ts")
+    made: set[int] = set()
+    for target, created, marking in (
+        Archive.objects.filter(process__parent=job)
+        .values_list("target_batch_id", "target_batch__created_ts", "batch_marking")
         .distinct()
-        if created is not None and since <= timezone.localtime(created).date() <= until
-    }
+    ):
+        if created is None or not since <= timezone.localtime(created).date() <= until:
+            continue
+        if label and not markings.has_label(marking, label):
+            continue
+        made.add(target)
     if not made:
         raise BdreError(
             Code.NO_BATCHES,
             f"{job.name} delivered no batch made from {since} to {until}"
+            + (f" of input labelled {label}" if label else "")
             + ("" if _consumes(job) else " (it reads no queue: run it instead)"),
         )
     return _plan(Trigger.BACKFILL, made, team_id=_team(job))
 
 
-def plan_rewind(step_id: int, batch_id: int) -> ReplayPlan:
-    """The batches the step's job made of its input from ``batch_id`` on, and downstream."""
+def plan_rewind(step_id: int, batch_id: int | None = None, since: date | None = None) -> ReplayPlan:
+    """The batches the step's job made of its input from ``batch_id`` on, or from the first
+    input batch made on ``since`` or later, and downstream."""
     step = Process.objects.filter(pk=step_id, deleted=False, parent__isnull=False).first()
     if step is None:
         raise BdreError(Code.INVALID_SUB_PROCESS, f"{step_id} is not a live step")
+    consumed = Archive.objects.filter(process=step)
+    if since is not None:
+        days = consumed.values_list("source_batch_id", "source_batch__created_ts")
+        later = [b for b, made in days if timezone.localtime(made).date() >= since]
+        batch_id = min(later, default=None)
+        if batch_id is None:
+            raise BdreError(
+                Code.NO_BATCHES,
+                f"{step.name} consumed no batch made on {since} or later"
+                " (a job that never consumed them catches up instead)",
+            )
+    assert batch_id is not None, "a batch or a day"
     made = set(
-        Archive.objects.filter(process=step, source_batch_id__gte=batch_id).values_list(
-            "target_batch_id", flat=True
-        )
+        consumed.filter(source_batch_id__gte=batch_id).values_list("target_batch_id", flat=True)
     )
     if not made:
-        raise BdreError(Code.NO_BATCHES, f"{step.name} consumed no batch from batch {batch_id} on")
+        raise BdreError(
+            Code.NO_BATCHES,
+            f"{step.name} consumed no batch from batch {batch_id} on"
+            " (a job that never consumed them catches up instead)",
+        )
     return _plan(Trigger.REWIND, made, team_id=_team(step))
 
 
@@ -286,15 +316,30 @@ def _team(process: Process) -> int:
 
 
 @transaction.atomic
-def put_back(plan: ReplayPlan) -> int:
+def put_back(
+    plan: ReplayPlan, *, asked: dict[str, Any] | None = None, name: str = "", by: Any = None
+) -> Operation:
     """Put the plan's first batches back in the queue, to be rebuilt (``processes.tasks.
-    start_replay`` then starts their jobs). 118 when they are being rebuilt already."""
+    start_replay`` then starts their jobs), and record it as an operation (``asked``: what
+    the user asked for; ``name``: its name, else one from what was asked). 118 when they
+    are being rebuilt already."""
     # The jobs' rows first, as init_job locks them, then the queue rows.
-    list(Process.objects.select_for_update().filter(pk__in=plan.jobs_to_start).order_by("pk"))
+    jobs = list(
+        Process.objects.select_for_update().filter(pk__in=plan.jobs_to_start).order_by("pk")
+    )
     rows = batch_queue.restore_claims(plan.first, now=timezone.now())
     if rows == 0:
         raise BdreError(
             Code.QUEUE_STATE_CONFLICT,
             "these batches are being rebuilt already (their input is back in the queue)",
         )
-    return rows
+    first = next(r.job_id for r in plan.rebuilds if r.level == 0)
+    return operations.record(
+        kind=plan.trigger,
+        job=next(j for j in jobs if j.pk == first),
+        plan=[r.__dict__ for r in plan.rebuilds],
+        asked=asked or {"batches": plan.first},
+        name=name,
+        by=by,
+        rows=rows,
+    )

@@ -20,7 +20,7 @@ from batches.models import Batch, File
 from bdre.access import Role
 from bdre.api import ErrorSerializer, acting_on
 from bdre.errors import Code
-from processes import replay, tasks
+from processes import operations, replay, tasks
 from processes.models import Process
 
 
@@ -28,11 +28,23 @@ class ReplayInput(serializers.Serializer):
     preview = serializers.BooleanField(
         default=False, help_text="Only answer the plan; put nothing back, start nothing."
     )
+    name = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        help_text="The operation's name (GET /api/v1/operations/); else one from what was asked.",
+    )
 
 
 class BackfillInput(ReplayInput):
     since = serializers.DateField(help_text="The first day (the day a batch was first built).")
     until = serializers.DateField(help_text="The last day, inclusive.")
+    label_of_input = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=64,
+        help_text="Only the batches made of input whose marking carries this label (EOD).",
+    )
 
     def validate(self, attrs: dict) -> dict:
         if attrs["since"] > attrs["until"]:
@@ -42,8 +54,35 @@ class BackfillInput(ReplayInput):
 
 class RewindInput(ReplayInput):
     batch = serializers.IntegerField(
-        min_value=0, help_text="The first of the step's input batches to consume again."
+        required=False,
+        min_value=0,
+        help_text="The first of the step's input batches to consume again.",
     )
+    from_day = serializers.DateField(
+        required=False,
+        help_text="Or: from the first of its input batches made on this day or later.",
+    )
+
+    def validate(self, attrs: dict) -> dict:
+        if ("batch" in attrs) == ("from_day" in attrs):
+            raise serializers.ValidationError("give a batch or a from_day, not both")
+        return attrs
+
+
+class CatchUpInput(ReplayInput):
+    since = serializers.DateField(
+        help_text="The first day: the upstream batches made on this day or later are queued."
+    )
+
+
+class CatchUpSerializer(serializers.Serializer):
+    step_id = serializers.IntegerField()
+    step = serializers.CharField()
+    upstream_id = serializers.IntegerField(help_text="the upstream job that delivered it")
+    upstream = serializers.CharField()
+    batch_id = serializers.IntegerField(help_text="the batch queued for the step")
+    marking = serializers.CharField()
+    created = serializers.CharField(help_text="the day the batch was made")
 
 
 class RebuildSerializer(serializers.Serializer):
@@ -75,6 +114,9 @@ class ReplayPlanSerializer(serializers.Serializer):
 
 class ReplayStartedSerializer(serializers.Serializer):
     plan = ReplayPlanSerializer()
+    operation = serializers.IntegerField(help_text="the operation, to follow its progress")
+    operation_url = serializers.URLField()
+    operation_page = serializers.URLField()
     rows_put_back = serializers.IntegerField(help_text="queue rows back in the live queue")
     runs = serializers.ListField(child=serializers.DictField(), help_text="runs started now")
     waiting = serializers.ListField(
@@ -138,7 +180,15 @@ def _answer(
     planned = plan(int(pk), args)
     if args["preview"]:
         return Response(planned.as_dict())
-    started = tasks.start_replay(planned)
+    asked: dict[str, object] = {
+        k: str(v) for k, v in args.items() if k not in ("preview", "name") and v not in ("", None)
+    }
+    started = tasks.start_replay(
+        planned,
+        asked=asked or {"batches": planned.first},
+        name=args.get("name", ""),
+        by=request.user,
+    )
     runs = [
         {
             "run": run,
@@ -150,6 +200,7 @@ def _answer(
     return Response(
         {
             "plan": planned.as_dict(),
+            **_operation_links(request, started.operation.pk),
             "rows_put_back": started.rows_put_back,
             "runs": runs,
             "waiting": started.waiting,
@@ -157,6 +208,14 @@ def _answer(
         },
         status=status.HTTP_202_ACCEPTED,
     )
+
+
+def _operation_links(request: Request, pk: int) -> dict[str, object]:
+    return {
+        "operation": pk,
+        "operation_url": request.build_absolute_uri(reverse("operation-detail", args=[pk])),
+        "operation_page": request.build_absolute_uri(reverse("ui-operation", args=[pk])),
+    }
 
 
 def _responses() -> dict:
@@ -210,15 +269,18 @@ class ProcessReplayActions:
             pk,
             Code.INVALID_PARENT_PROCESS,
             BackfillInput,
-            lambda job, a: replay.plan_backfill(job, a["since"], a["until"]),
+            lambda job, a: replay.plan_backfill(
+                job, a["since"], a["until"], label=a.get("label_of_input", "")
+            ),
         )
 
     @extend_schema(
         request=RewindInput,
         responses=_responses(),
-        summary="Rewind a step: consume its input again from a batch on",
+        summary="Rewind a step: consume its input again from a batch or a day on",
         description=(
-            "The batches the step's job made of the step's input from `batch` on are built "
+            "The batches the step's job made of the step's input from `batch` on (or from "
+            "the first input batch made on `from_day` or later) are built "
             "again (and everything downstream of them), replacing their partitions. "
             "`preview` answers the plan (200); otherwise it starts (202)."
         ),
@@ -231,7 +293,54 @@ class ProcessReplayActions:
             pk,
             Code.INVALID_SUB_PROCESS,
             RewindInput,
-            lambda step, a: replay.plan_rewind(step, a["batch"]),
+            lambda step, a: replay.plan_rewind(step, a.get("batch"), since=a.get("from_day")),
+        )
+
+
+class CatchUpStartedSerializer(serializers.Serializer):
+    queued = CatchUpSerializer(many=True)
+    operation = serializers.IntegerField(help_text="the operation, to follow its progress")
+    operation_url = serializers.URLField()
+    operation_page = serializers.URLField()
+    run = serializers.IntegerField(allow_null=True, help_text="the job's run started now")
+    why_not = serializers.CharField(help_text="why no run started now, if none did")
+
+
+class CatchUpAction:
+    @extend_schema(
+        request=CatchUpInput,
+        responses={200: CatchUpSerializer(many=True), 202: CatchUpStartedSerializer, **ERRORS},
+        summary="Catch a job up on what its upstream jobs delivered from a day on",
+        description=(
+            "The batches its upstream jobs delivered from `since` on (the day each was made) "
+            "that its steps have neither consumed nor queued are queued for them as new "
+            "input, and a run of the job is started: a job added downstream of one that "
+            "ran before it existed gets that job's past batches, each once. `preview` "
+            "answers what would be queued (200); otherwise it queues and starts (202)."
+        ),
+    )
+    @action(detail=True, methods=["post"], url_path="catch-up")
+    def catch_up(self, request: Request, pk: str) -> Response:
+        acting_on(
+            request, Process, int(pk), role=Role.DEVELOPER, unknown=Code.INVALID_PARENT_PROCESS
+        )
+        data = CatchUpInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        args = data.validated_data
+        if args["preview"]:
+            planned = operations.plan_catch_up(int(pk), args["since"])
+            return Response(CatchUpSerializer(planned, many=True).data)
+        done = tasks.start_catch_up(
+            int(pk), args["since"], name=args.get("name", ""), by=request.user
+        )
+        return Response(
+            {
+                "queued": CatchUpSerializer(done.queued, many=True).data,
+                **_operation_links(request, done.operation.pk),
+                "run": done.run,
+                "why_not": done.why_not,
+            },
+            status=status.HTTP_202_ACCEPTED,
         )
 
 

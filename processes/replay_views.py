@@ -25,6 +25,8 @@ from bdre.errors import BdreError
 from processes import replay, tasks
 from processes.models import Process
 
+NAME_LENGTH = 200  # an operation's name (processes.models.Operation.name)
+
 
 def _page(
     request: HttpRequest,
@@ -43,8 +45,15 @@ def _page(
         except BdreError as exc:
             error = f"{exc.message} (error {exc.code})"
     if request.method == "POST" and planned is not None:
+        kept = ("asked", "invalid", "catch_up")
+        asked = {k: str(v) for k, v in params.items() if k not in kept and v}
         try:
-            started = tasks.start_replay(planned)
+            started = tasks.start_replay(
+                planned,
+                asked=asked or {"batches": planned.first},
+                name=request.POST.get("name", "")[:NAME_LENGTH],
+                by=request.user,
+            )
         except BdreError as exc:
             messages.error(request, f"{exc.message} (error {exc.code})")
             return redirect(request.get_full_path())
@@ -52,16 +61,24 @@ def _page(
         text = f"{title}: batch{'es' if len(planned.first) > 1 else ''} {batches} put back"
         if started.runs:
             messages.success(request, f"{text}; run {started.runs[0]} started.")
-            return redirect("ui-run", started.runs[0])
-        if started.paused:
+        elif started.paused:
             messages.success(request, f"{text}; the job is paused: it rebuilds them once resumed.")
         else:
             messages.success(request, f"{text}; the job's next run rebuilds first.")
-        return redirect(back)
+        # Its progress, batch by batch, with a link to each run as it starts.
+        return redirect("ui-operation", started.operation.pk)
     return render(
         request,
         "processes/replay.html",
-        {"title": title, "plan": planned, "error": error, "params": params, "back": back},
+        {
+            "title": title,
+            "plan": planned,
+            "error": error,
+            "params": params,
+            "back": back,
+            "name_length": NAME_LENGTH,
+            "catch_up": params.get("catch_up") if error else None,
+        },
     )
 
 
@@ -82,17 +99,19 @@ def backfill(request: HttpRequest, pk: int) -> HttpResponse:
     data = request.POST if request.method == "POST" else request.GET
     today = timezone.localdate()
     since, until = _date(data.get("since")), _date(data.get("until"))
+    label = data.get("label_of_input", "").strip()[:64]
     asked = since is not None and until is not None
-    params = {
+    params: dict[str, object] = {
         "since": since or today - timedelta(days=7),
         "until": until or today,
+        "label_of_input": label,
         "asked": asked,
         "invalid": bool(data.get("since") or data.get("until")) and not asked,
     }
     plan = None
     if since is not None and until is not None:
         first, last = since, until
-        plan = lambda: replay.plan_backfill(job.pk, first, last)  # noqa: E731
+        plan = lambda: replay.plan_backfill(job.pk, first, last, label=label)  # noqa: E731
     return _page(request, job, f"Backfill {job}", plan, params, reverse("ui-job", args=[job.pk]))
 
 
@@ -100,15 +119,23 @@ def backfill(request: HttpRequest, pk: int) -> HttpResponse:
 def rewind(request: HttpRequest, pk: int) -> HttpResponse:
     step = _visible(request, Process, pk)
     data = request.POST if request.method == "POST" else request.GET
-    raw = data.get("batch", "")
+    raw, day = data.get("batch", ""), _date(data.get("from_day"))
     batch = int(raw) if raw.isdigit() else None
-    params = {"batch": raw, "asked": batch is not None, "invalid": bool(raw) and batch is None}
+    params: dict[str, object] = {
+        "batch": raw,
+        "from_day": day or "",
+        "asked": batch is not None or day is not None,
+        "invalid": (bool(raw) and batch is None) or (bool(data.get("from_day")) and day is None),
+    }
     plan = None
-    if batch is not None:
+    if batch is not None or day is not None:
         first = batch
-        plan = lambda: replay.plan_rewind(step.pk, first)  # noqa: E731
+        plan = lambda: replay.plan_rewind(step.pk, first, since=day)  # noqa: E731
     assert isinstance(step, Process)
     back = reverse("ui-job", args=[step.parent_id or step.pk])
+    if step.parent_id is not None:
+        # A step that never consumed what it is asked to consume again: its job catches up.
+        params["catch_up"] = reverse("ui-job-catch-up", args=[step.parent_id])
     return _page(request, step, f"Rewind {step}", plan, params, back)
 
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import date
+from typing import Any
 
 from celery import shared_task
 from celery.signals import beat_init
@@ -28,8 +30,8 @@ from django.db import transaction
 from batches import partitions
 from batches import queue as batch_queue
 from bdre.errors import BdreError, Code
-from processes import lifecycle, orchestrator, replay, scan_gate, schedules
-from processes.models import InstanceExec, Process, Trigger
+from processes import lifecycle, operations, orchestrator, replay, scan_gate, schedules
+from processes.models import InstanceExec, Operation, Process, Trigger
 
 log = logging.getLogger(__name__)
 
@@ -114,19 +116,22 @@ def retry_row(queue_id: int) -> orchestrator.Started | scan_gate.Quiet:
 @dataclass(frozen=True)
 class ReplayStarted:
     plan: replay.ReplayPlan
+    operation: Operation
     rows_put_back: int
     runs: list[int]  # job runs started now
     waiting: list[int]  # jobs running already: their next run rebuilds first
     paused: list[int]  # paused jobs: their batches wait for the resume
 
 
-def start_replay(plan: replay.ReplayPlan) -> ReplayStarted:
+def start_replay(
+    plan: replay.ReplayPlan, *, asked: dict[str, Any] | None = None, name: str = "", by: Any = None
+) -> ReplayStarted:
     """A backfill, rewind or reprocess: its first batches put back in the queue, and a run
     of each of their jobs started (recorded with the plan's trigger). A job running now
     rebuilds on its next run, which its current one triggers; a paused job's batches wait
     for its resume (a pause holds every trigger); the batches downstream are rebuilt as
     each is delivered again."""
-    rows = replay.put_back(plan)
+    operation = replay.put_back(plan, asked=asked, name=name, by=by)
     runs: list[int] = []
     waiting: list[int] = []
     paused: list[int] = []
@@ -148,7 +153,30 @@ def start_replay(plan: replay.ReplayPlan) -> ReplayStarted:
             waiting.append(job_id)
         else:
             runs.append(run)
-    return ReplayStarted(plan, rows, runs, waiting, paused)
+    return ReplayStarted(plan, operation, operation.rows_put_back, runs, waiting, paused)
+
+
+@dataclass(frozen=True)
+class CaughtUp:
+    operation: Operation
+    queued: list[operations.CatchUp]
+    run: int | None  # the job's run started now; None: running already, or paused
+    why_not: str  # why no run started now, in words
+
+
+def start_catch_up(job_id: int, since: date, *, name: str = "", by: Any = None) -> CaughtUp:
+    """A catch-up: the upstream batches from ``since`` on queued for the job
+    (``operations.queue_catch_up``), then a run of it started (trigger ``catch_up``); a job
+    running now takes them on its next run, a paused one once resumed."""
+    operation, queued = operations.queue_catch_up(job_id, since, name=name, by=by)
+    try:
+        started = start_run(job_id, trigger=Trigger.CATCH_UP)
+    except BdreError as exc:
+        if exc.code not in (Code.JOB_PAUSED, Code.PARENT_ALREADY_RUNNING):
+            raise
+        return CaughtUp(operation, queued, None, exc.message)
+    run = started.run_id if isinstance(started, scan_gate.Quiet) else started.instance_exec_id
+    return CaughtUp(operation, queued, run, "" if run else "a run of the job takes them next")
 
 
 @shared_task(name="processes.tasks.run_step", bind=True, acks_late=True, reject_on_worker_lost=True)

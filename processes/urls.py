@@ -3,7 +3,7 @@
 from django.urls import path, re_path
 
 from bdre.ids import ID_REGEX
-from processes import replay_views, run_views, views
+from processes import operation_views, replay_views, run_views, views
 
 ID = f"(?P<pk>{ID_REGEX})"
 
@@ -34,4 +34,8 @@ urlpatterns = [
     re_path(rf"^runs/{ID}/live/$", views.run_live, name="ui-run-live"),
     re_path(rf"^runs/{ID}/log/$", views.run_log, name="ui-run-log"),
     re_path(rf"^runs/{ID}/retry/$", views.run_retry, name="ui-run-retry"),
+    path("operations/", operation_views.operation_list, name="ui-operations"),
+    re_path(rf"^operations/{ID}/$", operation_views.operation_detail, name="ui-operation"),
+    re_path(rf"^operations/{ID}/live/$", operation_views.operation_live, name="ui-operation-live"),
+    re_path(rf"^jobs/{ID}/catch-up/$", operation_views.catch_up, name="ui-job-catch-up"),
 ]

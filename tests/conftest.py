@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import subprocess
@@ -368,6 +369,28 @@ def queued(monkeypatch, django_capture_on_commit_callbacks):
 @pytest.fixture
 def committed(django_capture_on_commit_callbacks):
     return lambda: django_capture_on_commit_callbacks(execute=True)
+
+
+@pytest.fixture
+def drive(queued, committed):
+    """Run what was queued, here and in order, as the workers would."""
+    from bdre.errors import BdreError
+    from processes import orchestrator, tasks
+
+    def run() -> None:
+        while queued:
+            kind, first, second = queued.pop(0)
+            with committed():
+                if kind == "step":
+                    if orchestrator.execute_step(first, second).state == "succeeded":
+                        nxt = orchestrator.advance(first)
+                        tasks.hand_on(first, nxt.ready, nxt.downstream)
+                else:
+                    # Nothing to do is no error: as run_process answers it.
+                    with contextlib.suppress(BdreError):
+                        tasks.start_run(first, trigger=second)
+
+    return run
 
 
 @pytest.fixture

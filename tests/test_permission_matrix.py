@@ -73,6 +73,7 @@ from processes import lifecycle, registry, schedules
 from processes.models import (
     BusDomain,
     InstanceExec,
+    Operation,
     Process,
     ProcessLog,
     ProcessTemplate,
@@ -326,6 +327,13 @@ def build_world() -> SimpleNamespace:
         status="sent",
     )
     AlertGate.objects.create(job=w.job, kind="failure")
+    w.operation = Operation.objects.create(
+        bus_domain=w.job.bus_domain,
+        kind=Operation.Kind.REPROCESS,
+        name="reprocess of alpha_orders",
+        asked={"batches": [w.batch.pk]},
+        plan=[{"job_id": w.job.pk, "job": w.job.name, "target_batch_id": w.batch.pk, "level": 0}],
+    )
     Token.objects.create(user=w.users[OWNER])
     ClockedSchedule.objects.create(clocked_time=timezone.now() + timedelta(days=1))
     CrontabSchedule.objects.create(minute="5")
@@ -777,6 +785,17 @@ API_TABLE = [
     ),
     # runs and logs
     _list("run-list", "/runs/", InstanceExec, lambda w: w.live_run),
+    _list("operation-list", "/operations/", Operation, lambda w: w.operation.pk),
+    _api("operation-detail", "GET", lambda w: f"/operations/{w.operation.pk}/", Need.VIEWER),
+    # A catch-up's plan (a preview changes nothing): 112, nothing to catch up, for the owner.
+    _api(
+        "process-catch-up",
+        "POST",
+        lambda w: f"/processes/{w.job.pk}/catch-up/",
+        Need.DEVELOPER,
+        ok=409,
+        body=lambda w: {"since": "2000-01-01", "preview": True},
+    ),
     _api("run-detail", "GET", lambda w: f"/runs/{w.live_run}/", Need.VIEWER),
     _api("run-logs", "GET", lambda w: f"/runs/{w.live_run}/logs/", Need.VIEWER),
     _api("run-log", "GET", lambda w: f"/runs/{w.live_run}/log/", Need.VIEWER),
@@ -1389,6 +1408,7 @@ PAGE_TABLE = [
         _page(route, method, path, Need.DEVELOPER, ok=200)
         for route, path in (
             ("ui-job-backfill", lambda w: f"/jobs/{w.job.pk}/backfill/"),
+            ("ui-job-catch-up", lambda w: f"/jobs/{w.job.pk}/catch-up/"),
             ("ui-step-rewind", lambda w: f"/steps/{w.step.pk}/rewind/"),
             ("ui-batch-reprocess", lambda w: f"/batches/{w.batch.pk}/reprocess/?preview=1"),
             ("ui-file-reprocess", lambda w: f"/files/{w.file.pk}/reprocess/?preview=1"),
@@ -1648,6 +1668,16 @@ PAGE_TABLE = [
         listed=lambda w: f"/batches/{w.batch.pk}/",
     ),
     _page("ui-batch", "GET", lambda w: f"/batches/{w.batch.pk}/", Need.VIEWER),
+    _page(
+        "ui-operations",
+        "GET",
+        lambda w: "/operations/",
+        Need.LOGIN,
+        kind="list",
+        listed=lambda w: f"/operations/{w.operation.pk}/",
+    ),
+    _page("ui-operation", "GET", lambda w: f"/operations/{w.operation.pk}/", Need.VIEWER),
+    _page("ui-operation-live", "GET", lambda w: f"/operations/{w.operation.pk}/live/", Need.VIEWER),
     _page("ui-table", "GET", lambda w: f"/tables/{w.table.pk}/", Need.VIEWER),
     _page(
         "ui-lineage",

@@ -4,7 +4,6 @@ them, each in its own target batch again; nothing new queued twice, nothing else
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from datetime import timedelta
@@ -25,26 +24,6 @@ from tests.helpers.jobs import build_job, load_step, scan_step, sql_step
 from tests.helpers.spark import published
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def drive(queued, committed):
-    """Run what was queued, here and in order, as the workers would."""
-
-    def run() -> None:
-        while queued:
-            kind, first, second = queued.pop(0)
-            with committed():
-                if kind == "step":
-                    if orchestrator.execute_step(first, second).state == "succeeded":
-                        nxt = orchestrator.advance(first)
-                        tasks.hand_on(first, nxt.ready, nxt.downstream)
-                else:
-                    # Nothing to do is no error: as run_process answers it.
-                    with contextlib.suppress(BdreError):
-                        tasks.start_run(first, trigger=second)
-
-    return run
 
 
 def _file(name: str) -> File:

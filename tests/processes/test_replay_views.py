@@ -8,7 +8,7 @@ from django.test import Client
 from django.utils import timezone
 
 from batches.models import BatchConsumpQueue, File
-from processes.models import InstanceExec
+from processes.models import InstanceExec, Operation
 
 pytestmark = pytest.mark.django_db
 
@@ -37,7 +37,10 @@ def test_the_backfill_page_shows_the_plan_then_starts_it(team, chain, queued, co
             {"since": today, "until": today},
         )
     run = InstanceExec.objects.filter(process=chain.tidy, trigger="backfill").get()
-    assert started.status_code == 302 and started["Location"] == f"/runs/{run.pk}/"
+    # Its progress page: the operation, batch by batch, each with its run once started.
+    operation = Operation.objects.get()
+    assert started.status_code == 302 and started["Location"] == f"/operations/{operation.pk}/"
+    assert f'href="/runs/{run.pk}/"' in client.get(started["Location"]).content.decode()
 
 
 def test_a_file_and_a_batch_are_reprocessed_from_their_pages(team, chain, queued, committed):
