@@ -159,7 +159,7 @@ def reprocess_file(request: HttpRequest, pk: int) -> HttpResponse:
     return _page(
         request,
         file,
-        f"Reprocess file {file.pk}",
+        f"Reprocess {file.path.rsplit('/', 1)[-1]}",
         lambda: replay.plan_reprocess_file(file.pk),
         {"path": file.path},
         reverse("ui-batch", args=[file.batch_id]),
