@@ -17,6 +17,7 @@ from processes.models import (
     ExecState,
     ExecStatus,
     InstanceExec,
+    Operation,
     Process,
     ProcessLog,
     ProcessTemplate,
@@ -245,6 +246,18 @@ class InstanceExecAdmin(ReadOnlyAdmin, ScopedAdmin):
     def counter_summary(self, obj: InstanceExec) -> str:
         shown = [(k, v) for k, v in (obj.counters or {}).items() if isinstance(v, int | float)]
         return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in shown if v) or "-"
+
+
+@admin.register(Operation)
+class OperationAdmin(ReadOnlyAdmin, ScopedAdmin):
+    """Backfills, rewinds, reprocesses and catch-ups as they were started: a record, changed
+    by nothing (processes.operations)."""
+
+    list_display = ("id", "name", "kind", "bus_domain", "created_by", "created_at")
+    list_filter = ("kind",)
+    search_fields = ("name",)
+    list_select_related = ("bus_domain", "created_by")
+    date_hierarchy = "created_at"
 
 
 @admin.register(ProcessLog)

@@ -1742,6 +1742,7 @@ ADMIN_READ_ONLY = {
     "processes.workflowtype",
     "processes.processtype",
     "processes.instanceexec",
+    "processes.operation",
     "batches.batchstatus",
     "batches.batch",
     "batches.batchconsumpqueue",
