@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -295,17 +295,27 @@ def queue_catch_up(
     job = Process.objects.get_live_job(job_id, lock=True)
     planned = plan_catch_up(job_id, since)
     now = timezone.now()
-    BatchConsumpQueue.objects.bulk_create(
-        BatchConsumpQueue(
-            source_batch_id=c.batch_id,
-            source_process_id=c.upstream_id,
-            process_id=c.step_id,
-            insert_ts=now,
-            batch_state_id=BatchState.NEW,
-            batch_marking=c.marking or c.created,
-        )
-        for c in planned
-    )
+    try:
+        # The queue holds a batch once per step (its unique constraint): an upstream's run
+        # delivering one of them again at this moment (a replay) queues it first, and this
+        # is refused rather than queue it twice.
+        with transaction.atomic():
+            BatchConsumpQueue.objects.bulk_create(
+                BatchConsumpQueue(
+                    source_batch_id=c.batch_id,
+                    source_process_id=c.upstream_id,
+                    process_id=c.step_id,
+                    insert_ts=now,
+                    batch_state_id=BatchState.NEW,
+                    batch_marking=c.marking or c.created,
+                )
+                for c in planned
+            )
+    except IntegrityError:
+        raise BdreError(
+            Code.QUEUE_STATE_CONFLICT,
+            f"a batch of the plan was queued for {job.name} meanwhile: show the plan again",
+        ) from None
     operation = record(
         kind=Kind.CATCH_UP,
         job=job,
