@@ -360,8 +360,15 @@ def _indirect_sources(
 ) -> dict[str, set[str]]:
     """The table columns each query of the statement filters, joins or groups on, with how
     (INDIRECT_KINDS): a column of a subquery or a CTE traced to the table columns it comes
-    from."""
+    from; an outer query's column a correlated subquery compares with; and what a subquery
+    in a filter or a join selects (``WHERE id IN (SELECT user_id FROM vip)``: ``vip.user_id``
+    filters)."""
     found: dict[str, set[str]] = {}
+
+    def add(column: exp.Column, scope: Scope, kind: str) -> None:
+        for name in _column_sources(column, scope, dialect, schema, default_db, cache):
+            found.setdefault(name, set()).add(kind)
+
     for scope in traverse_scope(qualified):
         select = scope.expression
         if not isinstance(select, exp.Select) or _in_projection(scope):
@@ -371,16 +378,55 @@ def _indirect_sources(
             # a clause of this query, not of an expression's own (a subquery is its scope)
             if clause is None or clause.parent is not select:
                 continue
-            source = scope.sources.get(column.table)
-            if isinstance(source, exp.Table) and source.name:
-                names = [f"{_table_name(source, default_db)}.{column.name.lower()}"]
-            elif isinstance(source, Scope):
-                names = _traced(column.name, source, dialect, schema, default_db, cache)
-            else:
-                continue
-            for name in names:
-                found.setdefault(name, set()).add(INDIRECT_KINDS[type(clause)])
+            add(column, scope, INDIRECT_KINDS[type(clause)])
+        outer = _outer_clause(scope)
+        if outer is not None:
+            for projection in select.expressions:
+                for column in projection.find_all(exp.Column):
+                    add(column, scope, outer)
     return found
+
+
+def _column_sources(
+    column: exp.Column,
+    scope: Scope,
+    dialect: str,
+    schema: object,
+    default_db: str,
+    cache: dict[tuple[object, ...], Node],
+) -> list[str]:
+    """The table columns a column of ``scope`` reads: of its own sources, or, for a
+    correlated subquery's column of an outer query, of the nearest scope that has it."""
+    holder: Scope | None = scope
+    while holder is not None and column.table not in holder.sources:
+        holder = holder.parent
+    source = holder.sources.get(column.table) if holder is not None else None
+    if isinstance(source, exp.Table) and source.name:
+        return [f"{_table_name(source, default_db)}.{column.name.lower()}"]
+    if isinstance(source, Scope):
+        return _traced(column.name, source, dialect, schema, default_db, cache)
+    return []
+
+
+def _outer_clause(scope: Scope) -> str | None:
+    """How a subquery's selected values act on its parent query's rows when it sits in the
+    parent's filter or join (``IN (SELECT ...)``, a comparison with a scalar subquery):
+    "filter" or "join"; None elsewhere."""
+    if not scope.is_subquery or scope.parent is None:
+        return None
+    parent = scope.parent.expression
+    node: exp.Expr | None = scope.expression
+    while node is not None and node.parent is not parent:
+        node = node.parent
+    # A subquery in the parent's GROUP BY groups by its one value: no filter of rows.
+    return next(
+        (
+            how
+            for kind, how in INDIRECT_KINDS.items()
+            if isinstance(node, kind) and kind is not exp.Group
+        ),
+        None,
+    )
 
 
 def _trace(

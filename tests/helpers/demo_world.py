@@ -14,8 +14,8 @@ from django.test import Client
 
 from batches.models import BatchState
 from lineage.extract import extract, record
-from processes import orchestrator, schedules
-from processes.models import InstanceExec, Process
+from processes import operations, orchestrator, schedules
+from processes.models import InstanceExec, Operation, Process
 from tests.helpers.factories import (
     HiveTableFactory,
     LineageQueryFactory,
@@ -85,6 +85,15 @@ def build_demo_world(team, tmp_path: Path) -> list[Process]:
 
     load = events.steps.get(name="events_load")
     QueueRowFactory(process=load, batch_state_id=BatchState.DISCARDED)
+    # An operation's record, as a reprocess of the events batch leaves it (its page, its list).
+    operations.record(
+        kind=Operation.Kind.REPROCESS,
+        job=events,
+        plan=[{"job_id": events.pk, "job": events.name, "target_batch_id": loaded.target_batch_id}],
+        asked={"batch": loaded.target_batch_id},
+        name="events-01.tsv fixed",
+        by=team.developer,
+    )
     HiveTableFactory(bus_domain=team.application, table_name="page_views")
     # As a spark.sql step records its query: with the step's run, not the job's.
     step_run = InstanceExec.objects.get(parent_id=loaded.instance_exec_id, process=load)

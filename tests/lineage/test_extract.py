@@ -90,10 +90,23 @@ def test_a_scalar_subquerys_filter_chooses_its_own_value_not_the_statements_rows
     assert not any(s == "lake.refunds.order_id" for s, _, _ in found)
 
 
-def test_a_correlated_subquerys_own_filter_is_traced_and_the_outer_column_left_out():
-    sql = """SELECT o.id FROM lake.orders o
+def test_a_correlated_subquery_filters_by_its_own_column_and_the_outer_one():
+    sql = """SELECT o.amount FROM lake.orders o
              WHERE EXISTS (SELECT 1 FROM lake.refunds r WHERE r.order_id = o.id)"""
-    assert ("lake.refunds.order_id", "lake.out.id", ("filter",)) in indirect(sql)
+    assert indirect(sql) == {
+        ("lake.refunds.order_id", "lake.out.amount", ("filter",)),
+        ("lake.orders.id", "lake.out.amount", ("filter",)),
+    }
+
+
+def test_what_a_subquery_in_a_filter_selects_filters_the_outer_rows():
+    sql = """SELECT o.amount FROM lake.orders o
+             WHERE o.customer_id IN (SELECT c.id FROM lake.customers c WHERE c.country = 'NL')"""
+    assert indirect(sql) == {
+        ("lake.orders.customer_id", "lake.out.amount", ("filter",)),
+        ("lake.customers.id", "lake.out.amount", ("filter",)),
+        ("lake.customers.country", "lake.out.amount", ("filter",)),
+    }
 
 
 def test_a_cte_passes_the_lineage_and_the_functions_through():
