@@ -1,8 +1,9 @@
 """In a real browser: the lineage page of a column with over 100 columns
 upstream and downstream draws a graph in which, as Chromium lays the text out, no text
 overlaps another, every node's text stays inside its box, no edge label covers a node and
-everything lies inside the view box, drawn at its natural size (the page scrolls it).
-Screenshot: ``var/screenshots/graphs-lineage-page.png``."""
+everything lies inside the view box, drawn at its natural size (the page scrolls it); and
+a count's lineage read as a user reads it, its indirect sources dashed. Screenshots:
+``var/screenshots/graphs-lineage-page.png``, ``lineage-indirect.png``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import random
 
 import pytest
 
-from lineage.extract import dot_label
+from lineage.extract import dot_label, extract, record
 from lineage.models import LineageNode, LineageRelation, NodeKind
 from tests.helpers.browser import SHOTS, log_in, shot
 from tests.helpers.factories import JobFactory, LineageQueryFactory, StepFactory
@@ -136,3 +137,35 @@ def test_a_lineage_graph_of_over_100_columns_draws_no_text_over_another(team, li
              .map(g => g.querySelector('title').textContent)"""
     )
     assert "customer_lifetime_value_in_reporting_currency_after_discounts_6 · lake.stage_-1" in cut
+
+
+DAILY = """SELECT to_date(collector_tstamp) AS day, count(*) AS page_views
+           FROM lake.atomic_events WHERE event = 'page_view' GROUP BY to_date(collector_tstamp)"""
+
+
+def test_a_viewer_reads_what_a_count_depends_on_dashed_and_the_query_behind_it(
+    team, live_server, browser
+):
+    """Task "read column lineage": the search lists the table before its columns; the
+    count's page draws its indirect sources dashed (the filter's ``event``, the day's
+    ``collector_tstamp``), says how on hover, and names the query and the run behind it."""
+    step = StepFactory(parent=JobFactory(bus_domain=team.application, name="clickstream_daily"))
+    query = LineageQueryFactory(process=step, query_string=DAILY)
+    schema = {"lake": {"atomic_events": {"collector_tstamp": "timestamp", "event": "string"}}}
+    record(query, extract(DAILY, schema=schema, target="lake.daily_page_views"))
+
+    page = log_in(browser, live_server, team.viewer, viewport=(1366, 900))
+    page.goto(f"{live_server.url}/lineage/")
+    page.fill("input[name=q]", "page_views")
+    page.click("text=Search")
+    sections = page.locator("section")
+    assert "lake.daily_page_views" in sections.nth(0).inner_text()  # the table first
+    page.get_by_role("link", name="lake.daily_page_views.page_views").click()
+    svg = page.locator("svg").first
+    dashed = svg.locator("[stroke-dasharray]")
+    assert dashed.count() >= 2
+    hovered = " ".join(svg.locator("title").all_inner_texts())
+    assert "filter (indirect)" in hovered and "group by (indirect)" in hovered
+    assert "lake.atomic_events.event" in svg.inner_text()
+    assert page.get_by_text(f"query {query.pk}").is_visible()
+    shot(page, "lineage-indirect")

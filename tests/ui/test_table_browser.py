@@ -1,5 +1,7 @@
 """In a real browser: from a batch to the table it wrote, its columns, its first rows and its
-partitions, at desktop and phone width. Screenshots go to ``var/screenshots/`` (``table-*.png``)."""
+partitions, at desktop and phone width; and from a file's name to its batch, the batch made
+of it, and the table that wrote. Screenshots go to ``var/screenshots/`` (``table-*.png``,
+``follow-file-*.png``)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from batches import partitions
+from batches.models import File
 from processes import lifecycle
+from processes.models import InstanceExec
 from tests.helpers.browser import OVERFLOW, log_in, shot
 from tests.helpers.factories import HiveTableFactory
 from tests.helpers.lifecycle import steps_of
@@ -65,3 +69,40 @@ def test_a_viewer_follows_a_batch_to_its_tables_columns_rows_and_partitions(
     assert f"{batch}\t713\t2.0\xa0KB" in partitions_table
     assert page.evaluate(OVERFLOW) <= 0, "no sideways scroll"
     shot(page, f"table-{width}")
+
+
+def test_a_viewer_finds_a_files_batch_by_its_name_and_follows_it_to_the_table_it_fed(
+    team, chain, live_server, browser, tmp_path
+):
+    """Task "follow a file": its name in the batches' search, its batch, the batch its job
+    made of it (the provenance graph's node), and the table that batch wrote."""
+    made = chain.targets["tidy"][0]
+    run = InstanceExec.objects.get(parent__target_batch_id=made, process__parent=chain.tidy)
+    table = HiveTableFactory(
+        bus_domain=team.application,
+        dbname="lake",
+        table_name="tidy_rows",
+        location=str(tmp_path / "tidy_rows"),
+    )
+    location = partitions.attempt_location(table, made, run.pk)
+    write_parquet(Path(location) / "part-0.parquet", [{"line": "b.csv"}])
+    partitions.record_written(
+        table, batch_id=made, step_run_id=run.pk, location=location, rows=1, size=512
+    )
+    partitions.publish(made)
+    file = File.objects.get(path__endswith="/b.csv")
+
+    page = log_in(browser, live_server, team.viewer, viewport=(1366, 900))
+    page.goto(f"{live_server.url}/batches/")
+    page.fill("input[name=file]", "b.csv")
+    page.click("text=Filter")
+    page.get_by_role("link", name=str(file.batch_id), exact=True).click()
+    page.wait_for_url(f"{live_server.url}/batches/{file.batch_id}/")
+    assert "b.csv" in page.locator("table").last.inner_text()
+    shot(page, "follow-file-batch")
+    page.locator(f"svg a[href='/batches/{made}/']").first.click()
+    page.wait_for_url(f"{live_server.url}/batches/{made}/")
+    page.get_by_role("link", name="lake.tidy_rows").click()
+    page.wait_for_url(f"{live_server.url}/tables/{table.pk}/")
+    assert "b.csv" in page.locator("table.preview").inner_text()
+    shot(page, "follow-file-table")
