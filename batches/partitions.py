@@ -27,7 +27,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from batches.models import BatchConsumpQueue, BatchState, HiveTable, Partition
-from processes.models import ExecState, InstanceExec
+from processes.models import ExecState, InstanceExec, Process
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -232,11 +232,17 @@ def _discard_written(partition: Partition) -> bool:
     are locked (as a requeue locks the one it changes) and read again, so that either the
     requeue comes first and the attempt stays for the re-run to skip its step, or the
     attempt is discarded first and the re-run, seeing it discarded, runs the step again."""
+    run = partition.step_run
     with transaction.atomic():
-        if partition.step_run is not None and partition.step_run.exec_state_id == ExecState.SUCCESS:
+        if run is not None and run.exec_state_id == ExecState.SUCCESS:
+            # In the order a requeue and init_job take them: the job's row, then the queue
+            # rows by id (two orders could deadlock on PostgreSQL).
+            job_id = Process.objects.filter(pk=run.process_id).values_list("parent_id", flat=True)
+            list(Process.objects.select_for_update().filter(pk__in=job_id))
             states = set(
                 BatchConsumpQueue.objects.select_for_update()
                 .filter(target_batch_id=partition.batch_id)
+                .order_by("pk")
                 .values_list("batch_state_id", flat=True)
             )
             if states != {BatchState.DISCARDED}:

@@ -64,12 +64,6 @@ def set_aside(counters: Mapping[str, Any], *, kind: str = "") -> dict[str, int]:
     return found
 
 
-def quarantined(checks: list[Mapping[str, Any]] | None) -> dict[str, int]:
-    """The rows the run's drop expectations moved to a quarantine table (docs/quality.md)."""
-    rows = sum(int(c.get("failed") or 0) for c in checks or [] if c.get("action") == "drop")
-    return {"quarantined": rows} if rows else {}
-
-
 def how_they_add_up(counters: Mapping[str, Any]) -> str:
     """A sentence on how the rows read became the rows written, when the run counted both;
     a run whose numbers do not add up says so (a row lost or made up on the way)."""

@@ -21,9 +21,12 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState
+from batches import markings
+from batches import queue as batch_queue
+from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState, File
 from bdre.errors import BdreError, Code
-from processes.models import ExecState, InstanceExec, Operation, Process
+from processes import days
+from processes.models import ExecState, InstanceExec, Operation, Process, Property
 
 Kind = Operation.Kind
 
@@ -212,10 +215,15 @@ class CatchUp:
         return {"job_id": job.pk, "job": job.name, **self.__dict__}
 
 
+def _batch(catch_up: CatchUp) -> int:
+    return catch_up.batch_id
+
+
 def plan_catch_up(job_id: int, since: date) -> list[CatchUp]:
     """The batches the job's upstream jobs delivered from ``since`` on (the day each was
     made, in the installation's time zone) that its consuming steps have neither consumed nor
-    queued. 112 when there are none."""
+    queued. 112 when there are none; 120 when an upstream job is another team's (its batches
+    are not this team's to queue, and its name is not this team's to see)."""
     job = Process.objects.get_live_job(job_id)
     found: list[CatchUp] = []
     steps = Process.objects.filter(parent=job, deleted=False).prefetch_related(
@@ -224,6 +232,7 @@ def plan_catch_up(job_id: int, since: date) -> list[CatchUp]:
     consuming = [s for s in steps.order_by("id") if s.enqueuing_processes.all()]
     if not consuming:
         raise BdreError(Code.NO_BATCHES, f"{job.name} reads no upstream job: nothing to catch up")
+    team_id = job.bus_domain.team_id
     for step in consuming:
         taken = set(
             BatchConsumpQueue.objects.filter(process=step).values_list("source_batch_id", flat=True)
@@ -232,7 +241,14 @@ def plan_catch_up(job_id: int, since: date) -> list[CatchUp]:
                 "source_batch_id", flat=True
             )
         )
-        for upstream in step.enqueuing_processes.filter(deleted=False).order_by("id"):
+        upstreams = step.enqueuing_processes.filter(deleted=False).select_related("bus_domain")
+        for upstream in upstreams.order_by("id"):
+            if upstream.bus_domain.team_id != team_id:
+                raise BdreError(
+                    Code.OTHER_TEAMS_BATCH,
+                    f"{step.name} reads a job of another team: that team's batches are not "
+                    "this team's to queue",
+                )
             for batch_id, marking, created in _delivered(upstream):
                 if batch_id in taken or created < since:
                     continue
@@ -252,38 +268,71 @@ def plan_catch_up(job_id: int, since: date) -> list[CatchUp]:
 
 
 def _delivered(upstream: Process) -> list[tuple[int, str, date]]:
-    """The batches ``upstream`` delivered, oldest first, with their marking and the day each
-    was made: what it queued for its consumers (a scan, each file's batch as it registered
-    it; any other job, its runs' batches as they ended well), and the batches of its
-    successful runs that no consumer had yet."""
+    """The batches ``upstream`` delivered, oldest first, each with the marking it queued it
+    with and the day it was made: a scan's file batches (registered under its locations),
+    any other job's batches of its runs that ended well. The marking is the one it gave its
+    consumers where it has any; else as it would have given it (a file's day; a run's
+    markings, lifecycle.halt_job's rule)."""
     marks: dict[int, list[str]] = defaultdict(list)
     for rows in (BatchConsumpQueue, ArchiveConsumpQueue):
         for batch_id, marking in rows.objects.filter(source_process=upstream).values_list(
             "source_batch_id", "batch_marking"
         ):
             marks[batch_id].append(marking)
-    scans = upstream.steps.filter(deleted=False, process_type__job_kind="ingest.scan").exists()
+    own: dict[int, str] = {}
+    scans = list(
+        Property.objects.filter(
+            process__parent=upstream,
+            process__deleted=False,
+            process__process_type__job_kind="ingest.scan",
+            config_group="scan",
+            key="location",
+        ).values_list("value", flat=True)
+    )
     if scans:
-        produced = Q(source_instance_exec__process__parent=upstream) | Q(
-            source_instance_exec__process=upstream
-        )
-        made = Batch.objects.filter(produced, files__isnull=False)
+        under = Q()
+        for location in scans:
+            under |= Q(path__startswith=location.rstrip("/") + "/")
+        for batch_id, made in File.objects.filter(
+            under,
+            team_id=upstream.bus_domain.team_id,
+            batch__bus_domain=upstream.bus_domain,
+            batch__batch_type="file",
+        ).values_list("batch_id", "creation_ts"):
+            own[batch_id] = timezone.localtime(made).date().isoformat()
     else:
-        made = Batch.objects.filter(
-            pk__in=InstanceExec.objects.filter(
-                process=upstream, parent__isnull=True, exec_state_id=ExecState.SUCCESS
-            ).values("target_batch_id")
-        )
-    ids = set(marks) | set(made.values_list("pk", flat=True))
+        runs = InstanceExec.objects.filter(
+            process=upstream, parent__isnull=True, exec_state_id=ExecState.SUCCESS
+        ).values_list("pk", "target_batch_id", "start_ts")
+        for run_id, batch_id, started in runs:
+            if batch_id is not None:
+                own[batch_id] = _marking_of_run(run_id, batch_id, started)
+    ids = set(marks) | set(own)
     created = dict(Batch.objects.filter(pk__in=ids).values_list("pk", "created_ts"))
     return [
         (
             batch_id,
-            ",".join(dict.fromkeys(m for m in marks.get(batch_id, []) if m)),
+            markings.union(marks[batch_id]) if batch_id in marks else own[batch_id],
             timezone.localtime(created[batch_id]).date(),
         )
         for batch_id in sorted(ids)
     ]
+
+
+def _marking_of_run(run_id: int, batch_id: int, started: Any) -> str:
+    """The marking a job's run gave its batch when it ended well: its steps' (the days
+    their output holds), else what it claimed, else the day it started."""
+    given = InstanceExec.objects.filter(
+        parent_id=run_id, exec_state_id=ExecState.SUCCESS
+    ).values_list("batch_marking", flat=True)
+    claimed = ArchiveConsumpQueue.objects.filter(target_batch_id=batch_id).values_list(
+        "batch_marking", flat=True
+    )
+    return (
+        markings.union(given)
+        or markings.union(claimed)
+        or timezone.localtime(started).date().isoformat()
+    )
 
 
 @transaction.atomic
@@ -307,7 +356,7 @@ def queue_catch_up(
                     process_id=c.step_id,
                     insert_ts=now,
                     batch_state_id=BatchState.NEW,
-                    batch_marking=c.marking or c.created,
+                    batch_marking=c.marking,
                 )
                 for c in planned
             )
@@ -316,6 +365,13 @@ def queue_catch_up(
             Code.QUEUE_STATE_CONFLICT,
             f"a batch of the plan was queued for {job.name} meanwhile: show the plan again",
         ) from None
+    # An upstream that closes days closed each day before the first day of what it last
+    # delivered, on its consumers' rows: these rows too, as if queued then.
+    for upstream_id in sorted({c.upstream_id for c in planned}):
+        upstream = Process.objects.get(pk=upstream_id)
+        if upstream.property_value(days.GROUP, days.ON_LATER_DAY) == markings.CLOSE_ON_LATER_DAY:
+            last = max((c for c in planned if c.upstream_id == upstream_id), key=_batch)
+            batch_queue.close_days(upstream, before=min(markings.days(last.marking), default=None))
     operation = record(
         kind=Kind.CATCH_UP,
         job=job,

@@ -126,18 +126,23 @@ def recovered_steps(steps: list[Process], target_batch_id: int) -> set[int]:
     resumes after the last of them, skipping it and everything before it."""
     # Only since the batch was last delivered: a batch rebuilt after it succeeded (a
     # backfill, rewind or reprocess) is rebuilt whole.
-    runs = dict(
+    latest: dict[int, int] = {}  # step -> its latest successful run for the batch
+    for run_id, step_id in (
         InstanceExec.objects.filter(
             parent__target_batch_id=target_batch_id,
             parent_id__gt=last_success(target_batch_id),
             process_id__in=[s.pk for s in steps],
             exec_state_id=ExecState.SUCCESS,
-        ).values_list("pk", "process_id")
-    )
+        )
+        .order_by("pk")
+        .values_list("pk", "process_id")
+    ):
+        latest[step_id] = run_id
     # A step whose output the reaper removed while the batch was given up (in the dead
-    # letter) is run again: what it wrote is gone.
-    lost = {runs[run] for run in partitions.lost_steps(runs)}
-    succeeded = set(runs.values()) - lost
+    # letter) is run again: what it wrote is gone. Its later success (a re-run after the
+    # requeue) is what counts, not the attempt removed before it.
+    lost = partitions.lost_steps(latest.values())
+    succeeded = {step for step, run in latest.items() if run not in lost}
     before = predecessors(steps)
     ancestors: dict[int, set[int]] = {}
     for step in steps:  # topological order: a step's predecessors come first

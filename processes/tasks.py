@@ -169,12 +169,14 @@ def start_catch_up(job_id: int, since: date, *, name: str = "", by: Any = None) 
     (``operations.queue_catch_up``), then a run of it started (trigger ``catch_up``); a job
     running now takes them on its next run, a paused one once resumed."""
     operation, queued = operations.queue_catch_up(job_id, since, name=name, by=by)
+    # The batches are queued (committed): a run that cannot start now is said, not an error.
     try:
         started = start_run(job_id, trigger=Trigger.CATCH_UP)
     except BdreError as exc:
-        if exc.code not in (Code.JOB_PAUSED, Code.PARENT_ALREADY_RUNNING):
+        waits = (Code.JOB_PAUSED, Code.PARENT_ALREADY_RUNNING, *NOTHING_TO_DO)
+        if exc.code not in waits:
             raise
-        return CaughtUp(operation, queued, None, exc.message)
+        return CaughtUp(operation, queued, None, f"no run now: {exc.message} (error {exc.code})")
     run = started.run_id if isinstance(started, scan_gate.Quiet) else started.instance_exec_id
     return CaughtUp(operation, queued, run, "" if run else "a run of the job takes them next")
 

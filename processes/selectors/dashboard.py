@@ -11,12 +11,19 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, Max, Min, Q, QuerySet
+from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.utils import timezone
 
-from batches.models import CLAIMABLE_STATES, ArchiveConsumpQueue, BatchConsumpQueue, BatchState
+from batches.models import (
+    CLAIMABLE_STATES,
+    ArchiveConsumpQueue,
+    BatchConsumpQueue,
+    BatchState,
+    Partition,
+)
 from processes import counters, schedules
 from processes.models import ExecState, InstanceExec, Process, ProcessQuerySet
+from processes.step_kinds.expectations import QUARANTINE_SUFFIX
 
 
 @dataclass
@@ -88,17 +95,33 @@ def job_rows(jobs: ProcessQuerySet, now: datetime | None = None) -> list[JobRow]
         has_any |= Q(counters__has_key=key)
     # Successful step runs: a failed one's batch is counted by the run that delivers it.
     step_runs = InstanceExec.objects.filter(
-        has_any | ~Q(checks=[]),
+        has_any,
         process__parent_id__in=ids,
         exec_state_id=ExecState.SUCCESS,
         end_ts__gte=now - timedelta(hours=24),
-    ).values_list("process__parent_id", "process__process_type__job_kind", "counters", "checks")
-    for job_id, kind, counted, checks in step_runs:
+    ).values_list("process__parent_id", "process__process_type__job_kind", "counters")
+    for job_id, kind, counted in step_runs:
         assert job_id is not None  # a step run's step has its job: filtered on it
         into = set_aside.setdefault(job_id, {})
-        found = counters.set_aside(counted, kind=kind) | counters.quarantined(checks)
-        for why, n in found.items():
+        for why, n in counters.set_aside(counted, kind=kind).items():
             into[why] = into.get(why, 0) + n
+    # The rows drop expectations quarantined: what the quarantine partitions hold (a row
+    # failing two rules is one row there).
+    held = (
+        Partition.objects.filter(
+            table__table_name__endswith=QUARANTINE_SUFFIX,
+            step_run__process__parent_id__in=ids,
+            step_run__exec_state_id=ExecState.SUCCESS,
+            step_run__end_ts__gte=now - timedelta(hours=24),
+        )
+        .values("step_run__process__parent_id")
+        .annotate(n=Sum("rows"))
+        .values_list("step_run__process__parent_id", "n")
+    )
+    for job_id, n in held:
+        if job_id is not None and n:
+            into = set_aside.setdefault(job_id, {})
+            into["quarantined"] = into.get("quarantined", 0) + n
     schedule_of = schedules.schedules_of(ids)
     rows = []
     for job in live_jobs:

@@ -417,6 +417,7 @@ class Ledger:
     quarantined: int  # the rows a drop rule moved to the table's quarantine
     set_aside: dict[str, int]  # bad, duplicates: the counters' (processes.counters)
     upstream: int | None  # the rows the steps before it published in what it read
+    unknown: str = ""  # why the numbers cannot be compared, when they cannot
 
     @property
     def accounted(self) -> int:
@@ -425,21 +426,33 @@ class Ledger:
 
 def ledger(
     counters: Mapping[str, Any],
-    written: Mapping[str, int | None],
+    written: Mapping[tuple[str, str], int | None],
     table: str,
     upstream: int | None,
+    *,
+    uncounted: set[tuple[str, ...]] | None = None,
 ) -> Ledger:
     """The numbers an accounting rule on ``table`` compares: ``written`` is the step run's
-    partitions by table name (lower case), their rows as counted once written."""
+    partitions by (database, table), lower case, their rows as counted once written;
+    ``uncounted`` the tables it wrote in place, which nobody counted."""
     from processes.counters import set_aside
 
     read = counters.get("rows_in")
+    name, quarantine = table.lower(), (table + QUARANTINE_SUFFIX).lower()
+    rows = [n for (_, t), n in written.items() if t == name]
+    held = [n for (_, t), n in written.items() if t == quarantine]
+    unknown = ""
+    if len(rows) > 1:
+        unknown = f"the step wrote {len(rows)} tables named {table}"
+    elif None in rows + held or any(t in (name, quarantine) for _, t in uncounted or set()):
+        unknown = f"the rows of {table} were not counted as written (written in place)"
     return Ledger(
         read=read if isinstance(read, int) else None,
-        written=written.get(table.lower()) or 0,
-        quarantined=written.get((table + QUARANTINE_SUFFIX).lower()) or 0,
+        written=sum(n or 0 for n in rows),
+        quarantined=sum(n or 0 for n in held),
         set_aside=set_aside(counters),
         upstream=upstream,
+        unknown=unknown,
     )
 
 
@@ -447,8 +460,9 @@ def audit(rule: Rule, books: Ledger) -> dict[str, Any]:
     """An accounting rule's result: the rows read, and those that no written, quarantined or
     set-aside row (or no published upstream row) accounts for, failed."""
     read = books.read
-    if read is None:
-        return _result(rule, 0, 0, [], "cannot be checked: the step counted no rows read", ok=False)
+    if read is None or books.unknown:
+        why = books.unknown or "the step counted no rows read"
+        return _result(rule, 0, 0, [], f"cannot be checked: {why}", ok=False)
     parts = [f"{books.written} written", f"{books.quarantined} quarantined"]
     parts += [f"{n} {why}" for why, n in books.set_aside.items()]
     observed = f"{read} read, {books.accounted} accounted for: " + " + ".join(parts)

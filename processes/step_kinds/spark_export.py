@@ -116,7 +116,10 @@ def spark_export(context: StepContext) -> Counters:
             writer.option("header", "true").csv(location)
         else:
             writer.parquet(location)
-        context.record_files_written(exported_files(destination, input_batches(context)))
+        # The batches the frame holds: a dynamic overwrite leaves the folder of a batch
+        # with no row as an earlier export left it, which this run did not write.
+        exported = [r[0] for r in df.select("batch_id").distinct().collect()]
+        context.record_files_written(exported_files(destination, exported))
     else:
         options = {"url": props["jdbc_url"], "dbtable": props["jdbc_table"]}
         if props.get("jdbc_driver"):

@@ -393,6 +393,21 @@ def test_a_given_up_batchs_attempts_are_removed_and_a_requeue_rebuilds_it_whole(
     assert Path(published.location).exists()
 
 
+def test_a_step_rebuilt_after_its_attempt_was_removed_is_a_recovery_point_again(make_job, table):
+    feeder = make_job("feeder")
+    job = make_job("shred", steps=2, upstream=[feeder], max_retries=1)
+    first, _ = steps_of(job)
+    feed(feeder, ["2026-11-01"])
+    run_writing(job, table, fail=True)
+    assert len(partitions.remove_unused()) == 1  # given up: the first step's attempt goes
+    queue.requeue(queued(first)[0].pk)
+    rebuilt = run_writing(job, table, fail=True)  # the first step again, the second fails
+    assert rebuilt.skipped_step_ids == []
+    queue.requeue(queued(first)[0].pk)
+    # Its new attempt stands: the removed one before it no longer counts.
+    assert run_writing(job, table).skipped_step_ids == [first.pk]
+
+
 def test_a_batch_requeued_before_the_reaper_keeps_its_attempts_for_the_rerun(make_job, table):
     feeder = make_job("feeder")
     job = make_job("shred", steps=2, upstream=[feeder], max_retries=1)

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.utils import timezone
 
-from batches.models import Batch, BatchConsumpQueue, BatchState, File, HiveTable
+from batches.models import Batch, BatchConsumpQueue, BatchState, File, HiveTable, Partition
 from bdre.models import Membership, Role
 from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind, QueryKind
 from processes.models import BusDomain, ExecState, InstanceExec, Process, Property, Server
@@ -142,6 +142,19 @@ class HiveTableFactory(factory.django.DjangoModelFactory):
     location = factory.LazyAttribute(lambda t: f"/warehouse/{t.dbname}/{t.table_name}")
     location_type = HiveTable.LocationType.EXTERNAL
     batch_id_partition_col = "batch_id"
+
+
+class PartitionFactory(factory.django.DjangoModelFactory):
+    """A table's partition of a batch, written by a step run and published."""
+
+    class Meta:
+        model = Partition
+
+    table = factory.SubFactory(HiveTableFactory)
+    batch = factory.SubFactory(BatchFactory)
+    location = factory.LazyAttribute(lambda p: f"{p.table.location}/batch_id={p.batch.pk}/run-0")
+    state = Partition.State.PUBLISHED
+    written_at = factory.LazyFunction(timezone.now)
 
 
 class ServerFactory(factory.django.DjangoModelFactory):

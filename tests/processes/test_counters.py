@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from processes import counters
 from processes.models import Process
+from tests.helpers.factories import HiveTableFactory, PartitionFactory
 from tests.helpers.jobs import CLEANSE
 from tests.helpers.lifecycle import steps_of
 from tests.helpers.runs import job_run, step_run
@@ -78,11 +79,17 @@ def test_the_run_page_labels_counters_and_the_dashboard_counts_rows_set_aside(
     (cleanse,) = steps_of(pages)
     Process.objects.filter(pk=cleanse.pk).update(process_type_id=CLEANSE)
     checked = step_run(job_run(pages, start_ts=now), cleanse, rows_in=64, rows_out=60, bad_rows=4)
+    # Two rows quarantined, one of them failing both drop rules: two rows, not three.
     checked.checks = [
         {"rule": "https_url", "action": "drop", "checked": 60, "failed": 2},
-        {"rule": "some", "action": "warn", "checked": 60, "failed": 7},
+        {"rule": "has_price", "action": "drop", "checked": 60, "failed": 1},
     ]
     checked.save()
+    PartitionFactory(
+        table=HiveTableFactory(bus_domain=team.application, table_name="pages_quarantine"),
+        step_run=checked,
+        rows=2,
+    )
     dashboard = client.get("/").content.decode()
     assert "<td>80 bad · 257 duplicates</td>" in dashboard, "the last 24 hours only"
     assert "<td>4 invalid · 2 quarantined</td>" in dashboard

@@ -12,10 +12,12 @@ import pytest
 from django.utils import timezone
 
 from batches.models import ArchiveConsumpQueue, BatchConsumpQueue, BatchState, File
-from processes import operations, orchestrator, replay
+from bdre.errors import BdreError
+from processes import operations, orchestrator, replay, schedules
 from processes.models import Operation
 from tests.helpers.api import api_as
-from tests.helpers.jobs import build_job, callable_step
+from tests.helpers.factories import grant_root
+from tests.helpers.jobs import build_job, callable_step, scan_step
 from tests.helpers.lifecycle import code_of
 
 pytestmark = pytest.mark.django_db
@@ -148,3 +150,44 @@ def test_a_new_job_downstream_catches_up_on_the_batches_delivered_before_it_exis
         .exclude(batch_state_id=BatchState.DISCARDED)
         .exists()
     )
+
+
+def test_a_job_downstream_of_a_scan_catches_up_on_its_files_batches(team, tmp_path, settings):
+    landing = tmp_path / "files"
+    landing.mkdir()
+    grant_root(team.group, landing)
+    ingest = build_job(team, "ingest", [scan_step("ingest_0", landing)])
+    for name in ("x.csv", "y.csv"):
+        (landing / name).write_text(f"{name}\n")
+    assert orchestrator.run_job(ingest.pk).succeeded  # no consumer yet: nothing queued
+    load = build_job(team, "load", [callable_step("load_0", upstream=[ingest])])
+
+    planned = operations.plan_catch_up(load.pk, timezone.localdate() - timedelta(days=1))
+    names = File.objects.filter(batch_id__in=[c.batch_id for c in planned]).values_list(
+        "path", flat=True
+    )
+    assert sorted(n.rsplit("/", 1)[-1] for n in names) == ["x.csv", "y.csv"]
+    # Each with the marking the scan gives a file's batch: the day of the file.
+    assert {c.marking for c in planned} == {timezone.localdate().isoformat()}
+
+
+def test_a_catch_up_never_queues_another_teams_batches_nor_names_its_job(team, chain):
+    theirs = build_job(team.other_application, "their_tidy")
+    audit = build_job(team, "audit", [callable_step("audit_0", upstream=[chain.tidy])])
+    audit.steps.get().enqueuing_processes.add(theirs)  # a link the registry would refuse now
+    with pytest.raises(BdreError) as refused:
+        operations.plan_catch_up(audit.pk, timezone.localdate())
+    assert refused.value.code == 120 and "their_tidy" not in refused.value.message
+
+
+def test_a_catch_up_of_a_paused_job_queues_and_says_it_waits_for_the_resume(
+    team, chain, queued, client
+):
+    audit = build_job(team, "audit", [callable_step("audit_0", upstream=[chain.tidy])])
+    schedules.pause(audit.pk)
+    client.force_login(team.developer)
+    answer = client.post(f"/jobs/{audit.pk}/catch-up/", {"since": timezone.localdate()})
+    assert answer.status_code == 302
+    page = client.get(answer.url).content.decode()
+    assert "2 batches queued; no run now" in page and "paused" in page
+    assert BatchConsumpQueue.objects.filter(process__parent=audit).count() == 2

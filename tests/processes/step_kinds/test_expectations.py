@@ -253,10 +253,12 @@ def test_after_a_fixed_rule_a_replayed_batch_publishes_the_rows_its_quarantine_h
 def test_the_accounting_says_what_each_row_read_became():
     (rule,) = expectations.rules_of({"events.adds_up": "fail: accounting()"})
     counters = {"rows_in": 800, "bad_rows": 80, "dup_in_batch_natural": 200}
-    written = {"events": 500, "events_quarantine": 20}
+    written = {("lake", "events"): 500, ("lake", "events_quarantine"): 20}
 
-    def audit(upstream=None, **changed):
-        books = expectations.ledger(counters | changed, written, "Events", upstream)
+    def audit(upstream=None, tables=written, uncounted=None, **changed):
+        books = expectations.ledger(
+            counters | changed, tables, "Events", upstream, uncounted=uncounted
+        )
         result = expectations.audit(rule, books)
         return result["ok"], result["failed"], result["observed"]
 
@@ -270,6 +272,14 @@ def test_the_accounting_says_what_each_row_read_became():
     assert observed.endswith("; 810 published upstream in what it read")
     assert audit(rows_in=803)[:2] == (False, 3)  # three rows neither written nor set aside
     assert audit(rows_in=None) == (False, 0, "cannot be checked: the step counted no rows read")
+    # Numbers it cannot compare are said, never taken for zeros.
+    in_place = audit(tables={}, uncounted={("lake", "events")})
+    assert (
+        in_place[2]
+        == "cannot be checked: the rows of Events were not counted as written (written in place)"
+    )
+    twice = audit(tables=written | {("other", "events"): 500})
+    assert twice[2] == "cannot be checked: the step wrote 2 tables named Events"
 
 
 def test_the_accounting_of_a_cleanse_adds_up_and_fails_the_batch_its_input_lost_a_row_of(
