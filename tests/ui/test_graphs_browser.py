@@ -164,8 +164,9 @@ def test_a_viewer_reads_what_a_count_depends_on_dashed_and_the_query_behind_it(
     svg = page.locator("svg").first
     dashed = svg.locator("[stroke-dasharray]")
     assert dashed.count() >= 2
-    hovered = " ".join(svg.locator("title").all_inner_texts())
+    hovered = " ".join(svg.locator("title").all_text_contents())
     assert "filter (indirect)" in hovered and "group by (indirect)" in hovered
-    assert "lake.atomic_events.event" in svg.inner_text()
+    drawn = svg.text_content() or ""
+    assert "event · lake.atomic_events" in drawn and "collector_tstamp" in drawn
     assert page.get_by_text(f"query {query.pk}").is_visible()
     shot(page, "lineage-indirect")
