@@ -1,6 +1,7 @@
 """In a real browser: every kind of page of the demo's world at a phone's
 width (390 x 844) fits it, with no sideways scrolling of the page; wide tables scroll inside
-their own box. Screenshots go to ``var/screenshots/`` (``phone-*.png``)."""
+their own box; the menu folds behind one button. Screenshots go to ``var/screenshots/``
+(``phone-*.png``)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,12 @@ def test_every_kind_of_page_fits_a_phone_without_sideways_scrolling(
     pages = kinds_of_page(crawl(client).pages)
     assert {"home", "queue", "batches-N", "runs-N", "lineage-nodes-N"} <= set(pages)
     page = log_in(browser, live_server, team.developer, viewport=PHONE)
+    # The menu folds behind one button: the page starts right under the bar.
+    menu = page.locator("nav[aria-label=main]")
+    assert menu.is_hidden() and page.locator("header.top").bounding_box()["height"] < 60
+    page.click("label.menu-button")
+    assert menu.is_visible() and menu.get_by_role("link", name="Operations").is_visible()
+    shot(page, "phone-menu-open")
     too_wide = {}
     for kind, url in sorted(pages.items()):
         page.goto(live_server.url + url)
