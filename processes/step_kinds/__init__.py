@@ -324,7 +324,10 @@ def _account(context: StepContext, counters: Counters) -> None:
     upstream = sum(r for r in context.rows_read if r is not None) if known else None
     results = [
         expectations.audit(
-            r, expectations.ledger(counters, written, r.table, upstream, uncounted=uncounted)
+            r,
+            expectations.ledger(
+                counters, written, r.table, upstream, uncounted=uncounted, kind=context.kind.name
+            ),
         )
         for r in rules
     ]

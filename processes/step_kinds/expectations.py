@@ -431,10 +431,12 @@ def ledger(
     upstream: int | None,
     *,
     uncounted: set[tuple[str, ...]] | None = None,
+    kind: str = "",
 ) -> Ledger:
     """The numbers an accounting rule on ``table`` compares: ``written`` is the step run's
     partitions by (database, table), lower case, their rows as counted once written;
-    ``uncounted`` the tables it wrote in place, which nobody counted."""
+    ``uncounted`` the tables it wrote in place, which nobody counted; ``kind`` the step's,
+    which names what it set aside (a cleanse's bad rows are invalid ones)."""
     from processes.counters import set_aside
 
     read = counters.get("rows_in")
@@ -450,7 +452,7 @@ def ledger(
         read=read if isinstance(read, int) else None,
         written=sum(n or 0 for n in rows),
         quarantined=sum(n or 0 for n in held),
-        set_aside=set_aside(counters),
+        set_aside=set_aside(counters, kind=kind),
         upstream=upstream,
         unknown=unknown,
     )

@@ -319,7 +319,7 @@ def test_the_accounting_of_a_cleanse_adds_up_and_fails_the_batch_its_input_lost_
     adds_up = next(c for c in step_run.checks if c["rule"] == "adds_up")
     assert (adds_up["checked"], adds_up["failed"], adds_up["ok"]) == (4, 0, True)
     assert adds_up["observed"] == (
-        "4 read, 4 accounted for: 2 written + 1 quarantined + 1 bad; "
+        "4 read, 4 accounted for: 2 written + 1 quarantined + 1 invalid; "
         "4 published upstream in what it read"
     )
 
