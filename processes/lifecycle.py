@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import socket
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
@@ -404,19 +405,27 @@ def halt_job(
 
 
 def _marking_of(run: InstanceExec) -> str:
-    """A halting run's marking: the days its steps said their output holds, or else what it
-    claimed, or else the day it started."""
+    """A halting run's marking (:func:`batch_marking`), from the rows it claimed."""
+    claimed = batch_queue.claimed_rows(run.target_batch_id).values_list("batch_marking", flat=True)
+    assert run.target_batch_id is not None  # halt_job marks a run's batch
+    return batch_marking(run.process_id, run.target_batch_id, run.start_ts, claimed)
+
+
+def batch_marking(
+    job_id: int, target_batch_id: int, started: datetime, claimed: Iterable[str]
+) -> str:
+    """The marking a job's run gives its batch: the days its steps said their output holds,
+    or else what it claimed (``claimed``: their markings), or else the day it started."""
     # Every successful step run of the batch: a re-run skips the steps that succeeded before.
     given = InstanceExec.objects.filter(
-        parent__process_id=run.process_id,
-        parent__target_batch_id=run.target_batch_id,
+        parent__process_id=job_id,
+        parent__target_batch_id=target_batch_id,
         exec_state_id=ExecState.SUCCESS,
     )
-    claimed = batch_queue.claimed_rows(run.target_batch_id).values_list("batch_marking", flat=True)
     return (
         markings.union(given.values_list("batch_marking", flat=True))
         or markings.union(claimed)
-        or timezone.localtime(run.start_ts).date().isoformat()
+        or timezone.localtime(started).date().isoformat()
     )
 
 

@@ -25,7 +25,7 @@ from batches import markings
 from batches import queue as batch_queue
 from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState, File
 from bdre.errors import BdreError, Code
-from processes import days
+from processes import days, lifecycle
 from processes.models import ExecState, InstanceExec, Operation, Process, Property
 
 Kind = Operation.Kind
@@ -303,10 +303,13 @@ def _delivered(upstream: Process) -> list[tuple[int, str, date]]:
     else:
         runs = InstanceExec.objects.filter(
             process=upstream, parent__isnull=True, exec_state_id=ExecState.SUCCESS
-        ).values_list("pk", "target_batch_id", "start_ts")
-        for run_id, batch_id, started in runs:
+        ).values_list("target_batch_id", "start_ts")
+        for batch_id, started in runs:
             if batch_id is not None:
-                own[batch_id] = _marking_of_run(run_id, batch_id, started)
+                claimed = ArchiveConsumpQueue.objects.filter(target_batch_id=batch_id)
+                own[batch_id] = lifecycle.batch_marking(
+                    upstream.pk, batch_id, started, claimed.values_list("batch_marking", flat=True)
+                )
     ids = set(marks) | set(own)
     created = dict(Batch.objects.filter(pk__in=ids).values_list("pk", "created_ts"))
     return [
@@ -317,22 +320,6 @@ def _delivered(upstream: Process) -> list[tuple[int, str, date]]:
         )
         for batch_id in sorted(ids)
     ]
-
-
-def _marking_of_run(run_id: int, batch_id: int, started: Any) -> str:
-    """The marking a job's run gave its batch when it ended well: its steps' (the days
-    their output holds), else what it claimed, else the day it started."""
-    given = InstanceExec.objects.filter(
-        parent_id=run_id, exec_state_id=ExecState.SUCCESS
-    ).values_list("batch_marking", flat=True)
-    claimed = ArchiveConsumpQueue.objects.filter(target_batch_id=batch_id).values_list(
-        "batch_marking", flat=True
-    )
-    return (
-        markings.union(given)
-        or markings.union(claimed)
-        or timezone.localtime(started).date().isoformat()
-    )
 
 
 @transaction.atomic
