@@ -15,6 +15,7 @@ from batches.models import (
     File,
     HiveTable,
     Partition,
+    PartitionPreview,
     ScanState,
     TableShare,
 )
@@ -57,6 +58,17 @@ class PartitionAdmin(ReadOnlyAdmin, ScopedAdmin):
     list_filter = ("state",)
     search_fields = ("=batch__id", "table__table_name")
     raw_id_fields = ("table", "batch", "step_run")
+
+
+@admin.register(PartitionPreview)
+class PartitionPreviewAdmin(ReadOnlyAdmin, ScopedAdmin):
+    """A partition's first rows as a Spark worker read them for a user who asked on the
+    table's page or through the API (docs/ui.md, "Previews, read by Spark")."""
+
+    list_display = ("id", "partition", "rows", "state", "asked_by", "asked_at", "finished_at")
+    list_filter = ("state",)
+    search_fields = ("=partition__batch__id", "partition__table__table_name")
+    raw_id_fields = ("partition", "asked_by")
 
 
 @admin.register(BatchConsumpQueue)

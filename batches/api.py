@@ -21,6 +21,7 @@ from batches.models import (
     Batch,
     BatchConsumpQueue,
     File,
+    Partition,
     TableShare,
 )
 from batches.serializers import (
@@ -41,6 +42,7 @@ from batches.serializers import (
     TableSerializer,
     TableShareSerializer,
 )
+from batches.tasks import ask_preview
 from bdre.access import Role, can, scope, teams
 from bdre.api import ErrorSerializer, ScopedViewSet, acting_on
 from bdre.errors import Code
@@ -314,17 +316,60 @@ class TableViewSet(viewsets.ReadOnlyModelViewSet):
             404: OpenApiResponse(
                 ErrorSerializer,
                 description="no such table, or no such partition of it the user may see, or "
-                "no partition published yet; or the partition's files were removed or are "
-                "not readable (121)",
+                "no partition published yet, or none of its previews asked for yet (POST "
+                "asks); or the partition's files were removed (121)",
             ),
         },
     )
     @action(detail=True, methods=["get"])
     def preview(self, request: Request, pk: str) -> Response:
-        """The first rows of one of the table's partitions, as its Parquet files hold them
-        (docs/ui.md, "Tables"): the columns with their types, each value as text."""
+        """The newest preview of one of the table's partitions (docs/ui.md, "Tables"): the
+        first rows as a Spark worker read them, with the columns' Spark types and each
+        value as text; or, while it waits or is read, its state (POST asks for it)."""
+        partition, rows = self._previewed(request, request.query_params)
+        refused = preview.refusal(partition)
+        if refused is not None:
+            raise refused
+        shown = preview.latest(partition, rows)
+        if shown is None:
+            raise NotFound(
+                f"no preview of {rows} rows of this partition asked for yet: POST to this "
+                "URL asks a Spark worker to read them"
+            )
+        return Response(PreviewSerializer(shown).data)
+
+    @extend_schema(
+        request=PreviewQuerySerializer,
+        responses={
+            200: OpenApiResponse(PreviewSerializer, description="read already"),
+            202: OpenApiResponse(
+                PreviewSerializer,
+                description="asked for: a Spark worker reads it (state queued, then running, "
+                "then done or failed); GET with the same partition and rows follows it",
+            ),
+            404: OpenApiResponse(
+                ErrorSerializer,
+                description="no such table or partition the user may see, or no partition "
+                "published yet; or the partition's files were removed (121)",
+            ),
+        },
+    )
+    @preview.mapping.post
+    def ask_preview(self, request: Request, pk: str) -> Response:
+        """Ask a Spark worker of the Spark queue for the first rows of one of the table's
+        partitions, through the steps' own session, stopped after BDRE_PREVIEW_SECONDS. A
+        preview read already is answered at once; one that failed is asked again."""
+        partition, rows = self._previewed(request, request.data)
+        shown = ask_preview(partition, rows, request.user)
+        waiting = shown.state in preview.WAITING
+        return Response(
+            PreviewSerializer(shown).data,
+            status=status.HTTP_202_ACCEPTED if waiting else status.HTTP_200_OK,
+        )
+
+    def _previewed(self, request: Request, data: Any) -> tuple[Partition, int]:
         table = self.get_object()
-        args = PreviewQuerySerializer(data=request.query_params)
+        args = PreviewQuerySerializer(data=data)
         args.is_valid(raise_exception=True)
         own = can(request.user, table, Role.VIEWER)
         wanted = args.validated_data.get("partition")
@@ -338,8 +383,7 @@ class TableViewSet(viewsets.ReadOnlyModelViewSet):
                 if wanted is not None
                 else "no partition of this table is published yet"
             )
-        shown = preview.preview(partition, args.validated_data["rows"])
-        return Response(PreviewSerializer(shown).data)
+        return partition, args.validated_data["rows"]
 
 
 class TableShareViewSet(ScopedViewSet):

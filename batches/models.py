@@ -457,3 +457,40 @@ class Partition(models.Model):
 
     def __str__(self) -> str:
         return f"{self.table} batch {self.batch_id} ({self.state}, run {self.step_run_id})"
+
+
+class PartitionPreview(models.Model):
+    """The first rows of one partition, as a Spark worker read them for a user who asked
+    (``batches.preview``): asked on the table's page or through the API, read on the Spark
+    queue through the steps' own session and reader, bounded in rows and in time. A
+    partition's files never change, so a preview read once is shown again until they are
+    removed, and removed with them."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "waiting for a Spark worker"
+        RUNNING = "running", "being read"
+        DONE = "done"
+        FAILED = "failed"
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="previews")
+    rows = models.PositiveIntegerField(help_text="How many rows were asked for.")
+    state = models.CharField(max_length=8, choices=State.choices, default=State.QUEUED)
+    columns = models.JSONField(default=list, blank=True, help_text="[name, Spark type] each.")
+    values = models.JSONField(default=list, blank=True, help_text="Each row's values, as text.")
+    more = models.BooleanField(default=False, help_text="The partition holds more rows.")
+    message = models.TextField(blank=True, help_text="Why it could not be read.")
+    asked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    asked_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    team_lookup = "partition__table__team"
+
+    class Meta:
+        ordering = ["-asked_at", "-id"]
+        indexes = [models.Index(fields=["partition", "rows"], name="preview_of_partition")]
+
+    def __str__(self) -> str:
+        return f"preview of {self.partition} ({self.rows} rows, {self.state})"

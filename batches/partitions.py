@@ -26,7 +26,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from batches.models import BatchConsumpQueue, BatchState, HiveTable, Partition
+from batches.models import BatchConsumpQueue, BatchState, HiveTable, Partition, PartitionPreview
 from processes.models import ExecState, InstanceExec, Process
 
 if TYPE_CHECKING:
@@ -285,6 +285,8 @@ def remove_unused(now: datetime | None = None) -> list[int]:
             log.warning("could not remove %s", partition.location, exc_info=True)
             Partition.objects.filter(pk=partition.pk).update(removed_at=None)
             continue
+        # Its sample rows, kept in the registry, go with its files.
+        PartitionPreview.objects.filter(partition=partition).delete()
         removed.append(partition.pk)
     return removed
 

@@ -1,125 +1,281 @@
-"""A look at a table's rows: the first rows of one of its partitions, as its Parquet files hold
-them (the table page's preview, the API's ``tables/{id}/preview/``).
+"""A look at a table's rows: the first rows of one of its partitions (the table page's
+preview, the API's ``tables/{id}/preview/``), read by Spark on a worker.
 
-Which partitions a user may look at is the selectors' decision (``selectors.table_partitions``
-of a table ``selectors.tables`` lets him see); this module only reads. It runs no query and
-takes no SQL from anyone, so there is nothing for the Spark SQL sandbox to check: it reads the
-files' footers, then the first row group of each file in turn until it has the rows it was
-asked for. What it reads is bounded: at most :data:`MAX_ROWS` rows, each value cut to
-:data:`MAX_TEXT` characters, and an object store's reads in pieces of :data:`READ_BYTES`."""
+A user asks (:func:`request`); a worker of the Spark queue reads (:func:`read`) through the
+steps' own session, with its sandbox's settings, and their partition reader
+(``batches.partitions.read``), then records the rows in the preview for the page and the API
+to show. Which partitions a user may ask for is the selectors' decision
+(``selectors.table_partitions`` of a table ``selectors.tables`` lets him see); this module
+takes no SQL and no location from anyone: it reads the recorded partition's folder. What it
+reads is bounded: at most :data:`MAX_ROWS` rows, each value cut to :data:`MAX_TEXT`
+characters, and Spark's jobs stopped after ``BDRE_PREVIEW_SECONDS``.
+
+A partition's files never change (each attempt writes a folder of its own), so a preview
+read once is shown again, to everyone who may see the partition, until the reaper removes
+the files and the preview with them."""
 
 from __future__ import annotations
 
-import io
 import json
-from dataclasses import dataclass, field
-from datetime import date, datetime
+import logging
+import re
+import threading
+import uuid
+from collections.abc import Callable
+from datetime import date, datetime, timedelta
 from decimal import Decimal
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
-from batches import partitions
-from batches.models import Partition
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from batches.models import Partition, PartitionPreview
 from bdre.errors import BdreError, Code
+from bdre.sql_parse import struct_fields
 
 if TYPE_CHECKING:
-    import pyarrow.parquet as pq
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
 
 DEFAULT_ROWS = 20
 MAX_ROWS = 200
 MAX_TEXT = 300  # characters of a value shown; a nested value is shown as JSON
-READ_BYTES = 1 << 20  # an object store's file is read in ranges this long (pages are ~1 MB)
+
+State = PartitionPreview.State
+WAITING = (State.QUEUED, State.RUNNING)
 
 
-@dataclass
-class Preview:
-    partition: Partition
-    columns: list[tuple[str, str]]  # name, Parquet's type
-    rows: list[list[str]] = field(default_factory=list)
-    more: bool = False  # the partition holds more rows than these
+def refusal(partition: Partition) -> BdreError | None:
+    """Why ``partition``'s rows cannot be read at all (its files were removed), or None."""
+    if partition.removed_at is None:
+        return None
+    return BdreError(
+        Code.PARTITION_UNREADABLE,
+        f"the files of batch {partition.batch_id}'s partition were removed "
+        f"{partition.removed_at:%Y-%m-%d %H:%M} UTC ({partition.get_state_display().lower()})",
+    )
 
 
-def preview(partition: Partition, rows: int = DEFAULT_ROWS) -> Preview:
-    """The first ``rows`` rows (1 to :data:`MAX_ROWS`) of ``partition``'s files, in the
-    order of their names. A partition whose files are gone (replaced and removed after the
-    grace period, a failed attempt reaped) or unreadable is refused with the reason."""
+def latest(partition: Partition, rows: int = DEFAULT_ROWS) -> PartitionPreview | None:
+    """The newest preview of ``rows`` rows of ``partition`` anyone asked for."""
+    return PartitionPreview.objects.filter(partition=partition, rows=rows).first()
+
+
+def given_up(preview: PartitionPreview, now: datetime | None = None) -> bool:
+    """Whether ``preview`` waited longer than a worker would have taken to read it: no
+    worker consumes the Spark queue, or the one that took it died."""
+    if preview.state not in WAITING:
+        return False
+    waited = (now or timezone.now()) - preview.asked_at
+    return waited > timedelta(
+        seconds=settings.BDRE_PREVIEW_WAIT_SECONDS + settings.BDRE_PREVIEW_SECONDS
+    )
+
+
+def given_up_message() -> str:
+    minutes = round((settings.BDRE_PREVIEW_WAIT_SECONDS + settings.BDRE_PREVIEW_SECONDS) / 60)
+    return (
+        f"no Spark worker read it within {minutes} minute{'s' if minutes != 1 else ''}: "
+        f"is a worker consuming the queue {settings.BDRE_SPARK_QUEUE!r}? Ask again"
+    )
+
+
+@transaction.atomic
+def request(
+    partition: Partition,
+    rows: int = DEFAULT_ROWS,
+    by: Any = None,
+    now: datetime | None = None,
+) -> tuple[PartitionPreview, bool]:
+    """The preview of ``rows`` rows (1 to :data:`MAX_ROWS`) of ``partition``: one read
+    already or being read, else a new one waiting for a worker; and whether it is new (the
+    caller queues its read). One that failed or was given up is asked again."""
     if not 1 <= rows <= MAX_ROWS:
         raise ValueError(f"rows: from 1 to {MAX_ROWS}, not {rows}")
-    if partition.removed_at is not None:
-        raise BdreError(
-            Code.PARTITION_UNREADABLE,
-            f"the files of batch {partition.batch_id}'s partition were removed "
-            f"{partition.removed_at:%Y-%m-%d %H:%M} UTC ({partition.get_state_display().lower()})",
+    now = now or timezone.now()
+    # Two users asking at once queue one read: the second waits here for the first's row.
+    locked = Partition.objects.select_for_update().get(pk=partition.pk)
+    refused = refusal(locked)
+    if refused is not None:
+        raise refused
+    newest = latest(locked, rows)
+    if newest is not None and given_up(newest, now):
+        # Conditional: a worker that starts it after all finds it given up and leaves it.
+        PartitionPreview.objects.filter(pk=newest.pk, state__in=WAITING).update(
+            state=State.FAILED, message=given_up_message(), finished_at=now
         )
-    try:
-        files = _files(partition.location)
-    except _store_errors() as exc:
-        raise _unreadable(partition, "its folder could not be listed", exc) from exc
-    # pyarrow's errors: ArrowInvalid (not Parquet, a truncated file) is a ValueError, an
-    # unknown codec a NotImplementedError, a type it cannot convert a TypeError.
-    unreadable: tuple[type[Exception], ...] = (
-        *_store_errors(),
-        ValueError,
-        TypeError,
-        NotImplementedError,
+        newest.refresh_from_db()
+    if newest is not None and newest.state != State.FAILED:
+        return newest, False
+    PartitionPreview.objects.filter(partition=locked, rows=rows, state=State.FAILED).delete()
+    user = by if getattr(by, "is_authenticated", False) else None
+    return (
+        PartitionPreview.objects.create(partition=locked, rows=rows, asked_by=user, asked_at=now),
+        True,
     )
-    shown: Preview | None = None
-    for name, opener in files:
-        try:
-            with opener() as handle:
-                shown = _read(partition, handle, rows, shown)
-        except unreadable as exc:
-            raise _unreadable(partition, f"{name} is not a readable Parquet file", exc) from exc
-        if shown.more:
-            break
-    if shown is None:
-        # An empty batch writes no data file, only Spark's _SUCCESS.
-        return Preview(partition, [])
-    return shown
 
 
-def _read(partition: Partition, handle: Any, limit: int, shown: Preview | None) -> Preview:
-    import pyarrow.parquet as pq
-
-    # Column chunks read as a stream, page by page, not each buffered whole beforehand: a
-    # row group Spark wrote can be 128 MB, the first rows are in its first pages.
-    parquet = pq.ParquetFile(handle, pre_buffer=False, buffer_size=READ_BYTES)
-    if shown is None:
-        shown = Preview(partition, _columns(parquet))
-    for group in range(parquet.num_row_groups):
-        wanted = limit - len(shown.rows)
-        if wanted <= 0:
-            shown.more = True
-            break
-        for batch in parquet.iter_batches(batch_size=wanted, row_groups=[group]):
-            columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
-            shown.rows += [[_text(c[i]) for c in columns] for i in range(batch.num_rows)]
-            if parquet.metadata.row_group(group).num_rows > batch.num_rows:
-                shown.more = True
-            break
-        if shown.more:
-            break
-    return shown
+class _TimedOut(Exception):
+    pass
 
 
-def _columns(parquet: pq.ParquetFile) -> list[tuple[str, str]]:
-    schema = parquet.schema_arrow
-    return [(f.name, str(f.type)) for f in schema]
+def read(preview_id: int, spark: Callable[[], SparkSession]) -> PartitionPreview | None:
+    """Read the rows of the preview ``preview_id`` with the session ``spark()`` gives and
+    record them, or why they could not be read; None when it was read already or given up
+    (a task delivered twice, a worker that took it too late)."""
+    started = PartitionPreview.objects.filter(pk=preview_id, state=State.QUEUED).update(
+        state=State.RUNNING, started_at=timezone.now()
+    )
+    if not started:
+        return None
+    preview = PartitionPreview.objects.select_related("partition__table").get(pk=preview_id)
+    partition = preview.partition
+    seconds = settings.BDRE_PREVIEW_SECONDS
+    done: dict[str, Any] = {"state": State.FAILED}
+    try:
+        refused = refusal(partition)
+        if refused is not None:
+            done["message"] = refused.message
+        elif partition.rows == 0:
+            # An empty batch writes no data file, only Spark's _SUCCESS: nothing to read.
+            done |= {"state": State.DONE, "columns": [list(c) for c in _columns_of(partition)]}
+        else:
+            columns, values, more = _bounded(
+                spark(), lambda session: _first_rows(session, partition, preview.rows), seconds
+            )
+            done |= {"state": State.DONE, "columns": columns, "values": values, "more": more}
+    except _TimedOut:
+        done["message"] = (
+            f"Spark took longer than {seconds} s to read it and was stopped: ask again "
+            "when the Spark workers are less busy, or for fewer rows"
+        )
+    except Exception as exc:
+        # Whatever Spark or the store raised, the preview must not stay "being read"; the
+        # worker's log keeps the whole error, the user gets its reason without the paths.
+        log.warning("preview %s of %s could not be read", preview_id, partition, exc_info=True)
+        done["message"] = _reason(exc)
+    # Conditional on the state: a preview given up meanwhile stays given up.
+    PartitionPreview.objects.filter(pk=preview_id, state=State.RUNNING).update(
+        finished_at=timezone.now(), **done
+    )
+    preview.refresh_from_db()
+    return preview
+
+
+def _bounded(
+    session: SparkSession,
+    work: Callable[[SparkSession], tuple[list[list[str]], list[list[str]], bool]],
+    seconds: float,
+) -> tuple[list[list[str]], list[list[str]], bool]:
+    """``work(session)``, its Spark jobs interrupted after ``seconds``: tagged, so that
+    only they are stopped, never a step's jobs in the same session."""
+    tag = f"bdre-preview-{uuid.uuid4().hex}"
+    stopped = threading.Event()
+    # A Connect session tags its operations on the server; a classic one's interruptTag
+    # finds no operation of its own, so there the SparkContext's job tags do it.
+    tagged: Callable[[str], object]
+    interrupt: Callable[[str], object]
+    untag: Callable[[str], object]
+    if type(session).__module__.startswith("pyspark.sql.connect"):
+        tagged, interrupt, untag = session.addTag, session.interruptTag, session.removeTag
+    else:
+        context = session.sparkContext
+        # Its tasks' threads interrupted too: one blocked reading a store stops at once.
+        context.setInterruptOnCancel(True)
+
+        def untag(tag: str) -> None:
+            context.removeJobTag(tag)
+            context.setInterruptOnCancel(False)
+
+        tagged, interrupt = context.addJobTag, context.cancelJobsWithTag
+
+    def stop() -> None:
+        stopped.set()
+        interrupt(tag)
+
+    timer = threading.Timer(seconds, stop)
+    timer.daemon = True
+    tagged(tag)
+    timer.start()
+    try:
+        return work(session)
+    except Exception as exc:
+        if stopped.is_set():
+            raise _TimedOut from exc
+        raise
+    finally:
+        timer.cancel()
+        untag(tag)
+
+
+def _first_rows(
+    session: SparkSession, partition: Partition, limit: int
+) -> tuple[list[list[str]], list[list[str]], bool]:
+    from batches import partitions
+
+    table = partition.table
+    frame: DataFrame = partitions.read(session, table.location, [partition.location])
+    # One more than asked: whether the partition holds more rows than shown.
+    rows = frame.limit(limit + 1).collect()
+    columns = [[f.name, f.dataType.simpleString()] for f in frame.schema.fields]
+    return columns, [[_text(v) for v in row] for row in rows[:limit]], len(rows) > limit
+
+
+def _columns_of(partition: Partition) -> list[tuple[str, str]]:
+    table = partition.table
+    batch = [(table.batch_id_partition_col, "int")] if table.batch_id_partition_col else []
+    return struct_fields(table.ddl) + batch if table.ddl else []
+
+
+# Spark's conditions for a folder or file that is not there, and for one that is no Parquet.
+_GONE = re.compile(r"PATH_NOT_FOUND|FileNotFoundException|NoSuchKey|404 Not Found")
+_NOT_PARQUET = re.compile(
+    r"CANNOT_READ_FILE_FOOTER|FAILED_READ_FILE|not a Parquet file|CORRUPTED|"
+    r"PARQUET_COLUMN_DATA_TYPE_MISMATCH|is not a Parquet file"
+)
+# A data file's name as Spark's messages give it, without the sentence's full stop after it.
+_FILE = re.compile(r"(part-[\w-]+(?:\.[\w-]+)*?)(?=\.?[\s'\"\],;:]|\.?$)")
+
+
+def _reason(exc: Exception) -> str:
+    """What went wrong, in words a user can act on, naming a file but never a folder."""
+    text = str(exc)
+    if _GONE.search(text):
+        return "its files are not there any more: removed outside BDRE"
+    if _NOT_PARQUET.search(text):
+        found = _FILE.search(text)
+        return f"{found.group(1) if found else 'a file of it'} is not a readable Parquet file"
+    condition = getattr(exc, "getCondition", lambda: None)() or type(exc).__name__
+    return f"Spark could not read it ({condition}); the Spark worker's log has the details"
 
 
 def _text(value: Any) -> str:
     if value is None:
         return "NULL"
+    value = _plain_nested(value)
     if isinstance(value, (dict, list)):
         text = json.dumps(value, default=_plain, ensure_ascii=False)
     elif isinstance(value, datetime):
         text = value.isoformat(sep=" ")
-    elif isinstance(value, bytes):
-        text = value[: MAX_TEXT // 2].hex() + ("…" if len(value) > MAX_TEXT // 2 else "")
+    elif isinstance(value, (bytes, bytearray)):
+        text = bytes(value[: MAX_TEXT // 2]).hex() + ("…" if len(value) > MAX_TEXT // 2 else "")
     else:
         text = str(value)
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
+
+
+def _plain_nested(value: Any) -> Any:
+    """A Spark ``Row`` (a struct) as the dict of its fields, in lists and maps too."""
+    as_dict = getattr(value, "asDict", None)
+    if callable(as_dict):
+        return {k: _plain_nested(v) for k, v in as_dict().items()}
+    if isinstance(value, list):
+        return [_plain_nested(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain_nested(v) for k, v in value.items()}
+    return value
 
 
 def _plain(value: Any) -> str:
@@ -127,81 +283,6 @@ def _plain(value: Any) -> str:
         return value.isoformat()
     if isinstance(value, Decimal):
         return str(value)
-    if isinstance(value, bytes):
-        return value.hex()
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).hex()
     return repr(value)
-
-
-def _files(location: str) -> list[tuple[str, Any]]:
-    """The partition's data files, by name, each with a way to open it for reading."""
-    if urlparse(location).scheme in ("s3", "s3a"):
-        folder = partitions._s3_folder(location)
-        return [
-            (key, _s3_opener(folder.client, folder.bucket, folder.prefix + key, size))
-            for key, size in partitions.data_files(location, folder)
-        ]
-    root = partitions._local(location)
-    if not root.is_dir():
-        raise FileNotFoundError(f"{location}: no such folder")
-    return [(name, _local_opener(root / name)) for name, _ in partitions.data_files(location)]
-
-
-def _local_opener(path: Path) -> Any:
-    return lambda: path.open("rb")
-
-
-def _s3_opener(client: Any, bucket: str, key: str, size: int) -> Any:
-    return lambda: io.BufferedReader(_S3Object(client, bucket, key, size), READ_BYTES)
-
-
-class _S3Object(io.RawIOBase):
-    """An object read in ranges: a Parquet reader seeks to the footer, then to the column
-    chunks of one row group, and never needs the whole file."""
-
-    def __init__(self, client: Any, bucket: str, key: str, size: int):
-        self._client, self._bucket, self._key, self._size = client, bucket, key, size
-        self._at = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._at
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._at, io.SEEK_END: self._size}[whence]
-        self._at = max(0, base + offset)
-        return self._at
-
-    def readinto(self, buffer: Any) -> int:
-        if self._at >= self._size or not len(buffer):
-            return 0
-        end = min(self._size, self._at + len(buffer)) - 1
-        answer = self._client.get_object(
-            Bucket=self._bucket, Key=self._key, Range=f"bytes={self._at}-{end}"
-        )
-        data = answer["Body"].read()
-        buffer[: len(data)] = data
-        self._at += len(data)
-        return len(data)
-
-
-def _store_errors() -> tuple[type[Exception], ...]:
-    """What a listing or a read of the partition's store raises when it cannot answer: a
-    missing folder, refused credentials, an endpoint down, an object deleted meanwhile."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    from batches.ingest.storage import StorageError
-
-    return (OSError, StorageError, BotoCoreError, ClientError)
-
-
-def _unreadable(partition: Partition, why: str, exc: Exception) -> BdreError:
-    # The reason, not the library's text nor the attempt's folder (pages show neither).
-    return BdreError(
-        Code.PARTITION_UNREADABLE,
-        f"batch {partition.batch_id}'s partition: {why} ({type(exc).__name__})",
-    )

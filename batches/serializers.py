@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import Group
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from batches import catalog, preview
@@ -13,6 +14,7 @@ from batches.models import (
     File,
     HiveTable,
     Partition,
+    PartitionPreview,
     TableShare,
 )
 from bdre.api import ScopedRelatedField
@@ -217,7 +219,7 @@ class PartitionSerializer(serializers.ModelSerializer):
 
 class PreviewColumnSerializer(serializers.Serializer):
     name = serializers.CharField()
-    type = serializers.CharField(help_text="The column's type as its Parquet files hold it.")
+    type = serializers.CharField(help_text="The column's Spark SQL type (simpleString).")
 
 
 class PreviewQuerySerializer(serializers.Serializer):
@@ -227,25 +229,56 @@ class PreviewQuerySerializer(serializers.Serializer):
     )
 
 
-class PreviewSerializer(serializers.Serializer):
-    """The first rows of one partition of a table (``batches.preview``)."""
+class PreviewSerializer(serializers.ModelSerializer):
+    """The first rows of one partition of a table as a Spark worker read them
+    (``batches.preview``), or the state of their read."""
 
-    partition = PartitionSerializer(help_text="The partition the rows are from.")
-    columns = PreviewColumnSerializer(many=True)
+    partition = PartitionSerializer(read_only=True, help_text="The partition read.")
+    rows_asked = serializers.IntegerField(source="rows", read_only=True)
+    columns = serializers.SerializerMethodField(
+        help_text="The columns with their Spark types (the batch column last), once read."
+    )
     rows = serializers.ListField(
+        source="values",
+        read_only=True,
         child=serializers.ListField(child=serializers.CharField()),
         help_text="Each row's values in the columns' order, as text (NULL for a null; a nested "
-        "value as JSON; at most 300 characters each).",
+        "value as JSON; at most 300 characters each), once read.",
     )
-    more = serializers.BooleanField(help_text="The partition holds more rows than these.")
+    more = serializers.BooleanField(
+        read_only=True, help_text="The partition holds more rows than these."
+    )
+    message = serializers.CharField(
+        read_only=True, help_text="Why the rows could not be read (state failed)."
+    )
 
-    def to_representation(self, instance: Any) -> dict[str, Any]:
-        return {
-            "partition": PartitionSerializer(instance.partition).data,
-            "columns": [{"name": name, "type": kind} for name, kind in instance.columns],
-            "rows": instance.rows,
-            "more": instance.more,
-        }
+    class Meta:
+        model = PartitionPreview
+        fields = (
+            "id",
+            "state",
+            "partition",
+            "rows_asked",
+            "columns",
+            "rows",
+            "more",
+            "message",
+            "asked_at",
+            "started_at",
+            "finished_at",
+        )
+        read_only_fields = fields
+
+    @extend_schema_field(PreviewColumnSerializer(many=True))
+    def get_columns(self, instance: PartitionPreview) -> list[dict[str, str]]:
+        return [{"name": name, "type": kind} for name, kind in instance.columns]
+
+    def to_representation(self, instance: PartitionPreview) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        if preview.given_up(instance):
+            # What the next POST records: no worker read it in time; asking again queues it.
+            data |= {"state": PartitionPreview.State.FAILED, "message": preview.given_up_message()}
+        return data
 
 
 class TableShareSerializer(serializers.ModelSerializer):

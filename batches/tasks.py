@@ -1,14 +1,19 @@
 """Thin Celery tasks of the batches app: the published catalog's periodic sync
-(``batches.catalog``, docs/operations.md "The catalog")."""
+(``batches.catalog``, docs/operations.md "The catalog"); a table's preview, read on the
+Spark queue (``batches.preview``)."""
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import shared_task
 from celery.signals import beat_init
+from django.conf import settings
+from django.db import transaction
 
-from batches import catalog
+from batches import catalog, preview
+from batches.models import Partition, PartitionPreview
 
 log = logging.getLogger(__name__)
 
@@ -26,3 +31,27 @@ def sync_catalog() -> dict:
 def _schedule_the_sync(sender: object = None, **kwargs: object) -> None:
     """Beat keeps the sync in its schedule (or switched off, with BDRE_CATALOG=off)."""
     catalog.ensure_sync_schedule()
+
+
+@shared_task(name="batches.read_preview")
+def read_preview(preview_id: int) -> str:
+    """Read a preview's rows with this worker's Spark session, the steps' own."""
+    from processes.step_kinds.spark_session import get_spark
+
+    done = preview.read(preview_id, get_spark)
+    return done.state if done is not None else "read already or given up"
+
+
+def ask_preview(
+    partition: Partition,
+    rows: int = preview.DEFAULT_ROWS,
+    by: Any = None,
+) -> PartitionPreview:
+    """The preview of ``partition`` (``preview.request``), its read queued on the Spark
+    queue once the request is committed when it is a new one."""
+    shown, new = preview.request(partition, rows, by)
+    if new:
+        transaction.on_commit(
+            lambda: read_preview.apply_async((shown.pk,), queue=settings.BDRE_SPARK_QUEUE)
+        )
+    return shown

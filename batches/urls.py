@@ -18,4 +18,10 @@ urlpatterns = [
     path("batches/", views.batch_list, name="ui-batches"),
     re_path(rf"^batches/{ID}/$", views.batch_detail, name="ui-batch"),
     re_path(rf"^tables/{ID}/$", views.table_detail, name="ui-table"),
+    re_path(rf"^tables/{ID}/preview/$", views.table_preview, name="ui-table-preview"),
+    re_path(
+        rf"^tables/{ID}/preview/(?P<partition>{ID_REGEX})/live/$",
+        views.table_preview_live,
+        name="ui-table-preview-live",
+    ),
 ]

@@ -3,6 +3,7 @@ of the batches (filters) and of a batch (its files, its provenance graph)."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -10,6 +11,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
+from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
@@ -19,8 +21,10 @@ from batches.models import (
     Batch,
     BatchConsumpQueue,
     BatchStatus,
+    HiveTable,
     Partition,
 )
+from batches.tasks import ask_preview
 from bdre.access import Role, can, scope
 from bdre.errors import BdreError
 from bdre.ids import is_id
@@ -202,46 +206,85 @@ def batch_detail(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
-@login_required
-def table_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    """A registered table: its columns and types, and its partitions, the published ones
-    (what readers see, one a batch) or every attempt (``?attempts=all``)."""
-    table = get_object_or_404(
+def _table(request: HttpRequest, pk: int) -> HiveTable:
+    return get_object_or_404(
         selectors.tables(request.user).select_related("team", "bus_domain"), pk=pk
     )
+
+
+def _chosen(request: HttpRequest, table: HiveTable, asked: str) -> Partition | None:
+    """The partition asked for (any attempt of the team's own table, a published one of a
+    shared table), else the newest published one."""
+    if not asked:
+        return selectors.table_partitions(table).first()
+    if not is_id(asked):
+        raise Http404("no such partition")
+    own = can(request.user, table, Role.VIEWER)
+    return get_object_or_404(selectors.table_partitions(table, every_attempt=own), pk=asked)
+
+
+def _preview_context(table: HiveTable, chosen: Partition | None) -> dict[str, object]:
+    shown = preview.latest(chosen) if chosen is not None else None
+    refused = preview.refusal(chosen) if chosen is not None else None
+    given_up = shown is not None and preview.given_up(shown)
+    return {
+        "table": table,
+        "chosen": chosen,
+        "preview": shown,
+        "unreadable": refused.message if refused else "",
+        "given_up": preview.given_up_message() if given_up else "",
+        "waiting": shown is not None and shown.state in preview.WAITING and not given_up,
+        "preview_rows": preview.DEFAULT_ROWS,
+        "preview_seconds": settings.BDRE_PREVIEW_SECONDS,
+        "spark_queue": settings.BDRE_SPARK_QUEUE,
+    }
+
+
+@login_required
+def table_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """A registered table: its columns and types, its partitions, the published ones
+    (what readers see, one a batch) or every attempt (``?attempts=all``), and the first rows
+    of one of them as a Spark worker read them."""
+    table = _table(request, pk)
     # Another team's table, shared: what its readers see, not the owner's attempts and runs.
     own = can(request.user, table, Role.VIEWER)
     every_attempt = own and request.GET.get("attempts") == "all"
     rows = selectors.table_partitions(table, every_attempt=every_attempt)
     partitions = Paginator(rows, 50).get_page(request.GET.get("page"))
-    # The rows of the partition asked for (any attempt of the team's own table, a published
-    # one of a shared table), else of the newest published one.
-    asked = request.GET.get("preview", "")
-    chosen: Partition | None
-    if asked:
-        if not is_id(asked):
-            raise Http404("no such partition")
-        chosen = get_object_or_404(selectors.table_partitions(table, every_attempt=own), pk=asked)
-    else:
-        chosen = selectors.table_partitions(table).first()
-    shown, unreadable = None, ""
-    if chosen is not None:
-        try:
-            shown = preview.preview(chosen)
-        except BdreError as exc:
-            unreadable = exc.message
+    chosen = _chosen(request, table, request.GET.get("preview", ""))
     return render(
         request,
         "batches/table.html",
         {
-            "table": table,
             "columns": struct_fields(table.ddl),
             "partitions": partitions,
             "every_attempt": every_attempt,
             "own": own,
             "published": selectors.table_partitions(table).count(),
-            "chosen": chosen,
-            "preview": shown,
-            "unreadable": unreadable,
+            **_preview_context(table, chosen),
         },
     )
+
+
+@login_required
+@require_POST
+def table_preview(request: HttpRequest, pk: int) -> HttpResponse:
+    """Ask a Spark worker for the first rows of a partition; back to the table's page,
+    which shows them once read."""
+    table = _table(request, pk)
+    chosen = _chosen(request, table, request.POST.get("partition", ""))
+    if chosen is None:
+        raise Http404("no partition of this table is published yet")
+    try:
+        ask_preview(chosen, preview.DEFAULT_ROWS, request.user)
+    except BdreError as exc:
+        messages.error(request, exc.message)
+    return redirect(f"{reverse('ui-table', args=[table.pk])}?preview={chosen.pk}#rows")
+
+
+@login_required
+def table_preview_live(request: HttpRequest, pk: int, partition: int) -> HttpResponse:
+    """The preview's part of the table's page, fetched by its script until it is read."""
+    table = _table(request, pk)
+    chosen = _chosen(request, table, str(partition))
+    return render(request, "batches/_preview.html", _preview_context(table, chosen))

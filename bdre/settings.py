@@ -314,6 +314,11 @@ BDRE_REAPER_SECONDS = env_int("BDRE_REAPER_SECONDS", 60)
 # a failed attempt's files, which no reader ever saw, at the reaper's next pass
 # (docs/quality.md, "Write, audit, publish").
 BDRE_PARTITION_GRACE_SECONDS = env_int("BDRE_PARTITION_GRACE_SECONDS", 3600)
+# A table's preview (the first rows of a partition, docs/ui.md "Tables") is read by a Spark
+# worker on BDRE_SPARK_QUEUE and stopped after this long; one that no worker has started
+# after BDRE_PREVIEW_WAIT_SECONDS is given up, and the user may ask again.
+BDRE_PREVIEW_SECONDS = env_int("BDRE_PREVIEW_SECONDS", 60)
+BDRE_PREVIEW_WAIT_SECONDS = env_int("BDRE_PREVIEW_WAIT_SECONDS", 600)
 BDRE_WAREHOUSE = Path(env_str("BDRE_WAREHOUSE", str(VAR_DIR / "warehouse"))).resolve()
 # Where new tables are written: empty for team-<id>/<db>/<table> under BDRE_WAREHOUSE, or an
 # object store's prefix (s3://bucket/prefix) for the same folders there, through Spark's S3A

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -197,6 +198,17 @@ def _empty_cache() -> None:
 @pytest.fixture
 def team(db) -> Team:
     return build_team()
+
+
+@pytest.fixture
+def eager() -> Iterator[None]:
+    """Tasks run in the caller, as a worker would run them (Celery's eager mode)."""
+    from bdre.celery import app
+
+    before = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = before
 
 
 @pytest.fixture

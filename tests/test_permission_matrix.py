@@ -63,6 +63,7 @@ from batches.models import (
     File,
     HiveTable,
     Partition,
+    PartitionPreview,
     ScanState,
     TableShare,
 )
@@ -313,6 +314,15 @@ def build_world() -> SimpleNamespace:
         written_at=timezone.now(),
     )
     write_parquet(Path(published.location) / "part-0.parquet", [{"order_id": 1}])
+    # Read by a Spark worker already: asking for it again queues nothing.
+    PartitionPreview.objects.create(
+        partition=published,
+        rows=20,
+        state=PartitionPreview.State.DONE,
+        columns=[["order_id", "bigint"]],
+        values=[["1"]],
+        asked_at=timezone.now(),
+    )
     # Only for freshness: the matrix's failures and discards send no alert anywhere.
     w.destination = Destination.objects.create(
         team=w.team, channel="email", target="alpha@example.com", kinds="freshness"
@@ -901,6 +911,15 @@ API_TABLE = [
     _api("table-detail", "GET", lambda w: f"/tables/{w.table.pk}/", Need.VIEWER),
     _api("table-partitions", "GET", lambda w: f"/tables/{w.table.pk}/partitions/", Need.VIEWER),
     _api("table-preview", "GET", lambda w: f"/tables/{w.table.pk}/preview/", Need.VIEWER),
+    # Asking for rows read already: answered at once, nothing queued (a shared reader of the
+    # table may too: share_team's, whom no actor is).
+    _api(
+        "table-preview",
+        "POST",
+        lambda w: f"/tables/{w.table.pk}/preview/",
+        Need.VIEWER,
+        ok=200,
+    ),
     _list("table-share-list", "/table-shares/", TableShare, lambda w: w.share.pk),
     _api(
         "table-share-list",
@@ -1680,6 +1699,18 @@ PAGE_TABLE = [
     _page("ui-operation-live", "GET", lambda w: f"/operations/{w.operation.pk}/live/", Need.VIEWER),
     _page("ui-table", "GET", lambda w: f"/tables/{w.table.pk}/", Need.VIEWER),
     _page(
+        "ui-table-preview",
+        "POST",
+        lambda w: f"/tables/{w.table.pk}/preview/",
+        Need.VIEWER,
+    ),
+    _page(
+        "ui-table-preview-live",
+        "GET",
+        lambda w: f"/tables/{w.table.pk}/preview/{w.table.partitions.get().pk}/live/",
+        Need.VIEWER,
+    ),
+    _page(
         "ui-lineage",
         "GET",
         lambda w: "/lineage/?q=alpha",
@@ -1750,6 +1781,7 @@ ADMIN_READ_ONLY = {
     "batches.eventmanifest",
     "batches.catalogstate",
     "batches.partition",
+    "batches.partitionpreview",
     "lineage.lineagenodetype",
     "lineage.lineagequerytype",
     "alerts.alert",

@@ -111,14 +111,3 @@ def network(monkeypatch) -> Network:
     monkeypatch.setattr(outbound, "resolve", resolve)
     monkeypatch.setattr(socket, "create_connection", create_connection)
     return seen
-
-
-@pytest.fixture
-def eager() -> Iterator[None]:
-    """Tasks run in the caller, as a worker would run them (Celery's eager mode)."""
-    from bdre.celery import app
-
-    before = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = before

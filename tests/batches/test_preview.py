@@ -1,27 +1,34 @@
-"""A table's rows in view (batches/preview.py): the table page and the API show the first rows
-of a partition, the newest published one unless another is chosen, to the users who may see
-it; files that are gone or broken are explained, never a server error. The partitions are
-written as a step leaves them (an attempt's folder of Parquet files, its record), published
-through the lifecycle."""
+"""A table's rows in view (batches/preview.py): a user asks on the table's page or through the
+API, a Spark worker reads the first rows of the partition through the steps' own session and
+reader, and the page and the API show them, to the users who may see the partition; what
+cannot be read is explained, never a server error, and a read is stopped after its time.
+The partitions are written as a step leaves them (an attempt's folder of Parquet files, its
+record), published through the lifecycle."""
 
 from __future__ import annotations
 
-import os
-import uuid
-from datetime import UTC, datetime
+import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
-from batches import partitions, tables
-from batches.models import Partition
+from batches import partitions, preview, tables
+from batches.models import Partition, PartitionPreview
 from processes import lifecycle
 from tests.helpers.api import api_as
-from tests.helpers.factories import HiveTableFactory, InstanceExecFactory
+from tests.helpers.factories import (
+    HiveTableFactory,
+    InstanceExecFactory,
+    PartitionPreviewFactory,
+)
 from tests.helpers.lifecycle import steps_of
 from tests.helpers.parquet import write_parquet
 
 pytestmark = pytest.mark.django_db
+
+State = PartitionPreview.State
 
 EVENTS = [
     {
@@ -41,6 +48,7 @@ def table(team, tmp_path):
         dbname="lake",
         table_name="atomic_events",
         location=str(tmp_path / "atomic_events"),
+        ddl="struct<event_id:string,collector_tstamp:timestamp>",
     )
 
 
@@ -66,24 +74,149 @@ def write(table, batch: int, step_run: int, rows: list[dict], files: int = 1) ->
     )
 
 
-def test_the_table_page_shows_the_first_rows_of_the_newest_published_partition(
-    make_job, table, team, client
+def read_as_a_worker_would(shown: PartitionPreview, columns, values, more=False) -> None:
+    """What batches.preview.read records once Spark has read the rows (the Spark tests
+    below read them for real)."""
+    PartitionPreview.objects.filter(pk=shown.pk).update(
+        state=State.DONE, columns=columns, values=values, more=more, finished_at=timezone.now()
+    )
+
+
+# --- asking, waiting, showing: the page and the API ---------------------------------------
+
+
+def test_the_table_page_asks_a_spark_worker_and_shows_what_it_read(
+    make_job, table, team, client, django_capture_on_commit_callbacks
 ):
     job = make_job("shred", steps=1)
     publish(job, table, EVENTS[:2])
-    newest = publish(job, table, EVENTS, files=3)  # the next batch, in three files
+    newest = publish(job, table, EVENTS, files=3)
     client.force_login(team.viewer)
+    url = f"/tables/{table.pk}/"
 
-    page = client.get(f"/tables/{table.pk}/").content.decode()
-    assert (
-        f'The first 20 rows of <a href="/batches/{newest.batch_id}/">batch '
-        f"{newest.batch_id}</a>'s partition, of 30, as its files hold them." in page
+    page = client.get(url).content.decode()
+    assert "Show the first 20 rows</button> of" in page
+    assert f"batch {newest.batch_id}</a>'s partition, 30 rows: a Spark worker" in page
+    assert "data-refresh" not in page, "nothing is read before a user asks"
+
+    with django_capture_on_commit_callbacks() as queued:
+        asked = client.post(f"{url}preview/", {"partition": newest.pk})
+    assert asked.status_code == 302
+    assert asked["Location"] == f"{url}?preview={newest.pk}#rows"
+    assert len(queued) == 1, "one read queued"
+    shown = PartitionPreview.objects.get()
+    assert (shown.partition, shown.rows, shown.asked_by, shown.state) == (
+        newest,
+        20,
+        team.viewer,
+        State.QUEUED,
     )
-    assert '<th title="string">event_id</th><th title="timestamp[us]">collector_tstamp</th>' in page
-    assert "<td>e0</td><td>2026-11-01 09:00:00</td><td>https://shop.example/p/0</td>" in page
-    assert "<td>e1</td><td>2026-11-01 09:01:00</td><td>NULL</td>" in page
-    assert "{&quot;schema&quot;: &quot;iglu:com.acme/product/1-0-0&quot;" in page
-    assert "<td>e19</td>" in page and "<td>e20</td>" not in page, "20 rows, over two files"
+    waiting = client.get(url, {"preview": newest.pk}).content.decode()
+    assert "Waiting for a Spark worker on the queue <code>spark</code>" in waiting
+    live = f"/tables/{table.pk}/preview/{newest.pk}/live/"
+    assert f'data-refresh="{live}"' in waiting and "live.js" in waiting
+
+    read_as_a_worker_would(
+        shown,
+        [["event_id", "string"], ["page_url", "string"], ["batch_id", "int"]],
+        [["e0", "https://shop.example/p/0", str(newest.batch_id)], ["e1", "NULL", "3"]],
+        more=True,
+    )
+    fragment = client.get(live).content.decode()
+    assert "<small>refreshing</small>" not in fragment, "the page stops refreshing"
+    assert '<th title="string">event_id</th>' in fragment
+    assert "<td>e1</td><td>NULL</td>" in fragment
+    assert f"batch {newest.batch_id}</a>'s partition, of 30, as a Spark worker read them" in (
+        fragment
+    )
+    # Read once, shown to everyone who looks next, without asking Spark again.
+    client.force_login(team.developer)
+    assert "<td>e1</td><td>NULL</td>" in client.get(url).content.decode()
+
+
+def test_asking_again_queues_a_read_only_when_the_last_failed_or_was_given_up(
+    make_job, table, team, settings
+):
+    partition = publish(make_job("shred", steps=1), table, EVENTS[:3])
+    first, new = preview.request(partition, 20, team.viewer)
+    assert new
+    assert preview.request(partition, 20, team.admin) == (first, False), "one read at a time"
+    assert preview.request(partition, 5)[1], "another number of rows is another read"
+
+    read_as_a_worker_would(first, [["event_id", "string"]], [["e0"]])
+    assert preview.request(partition, 20) == (PartitionPreview.objects.get(pk=first.pk), False)
+
+    PartitionPreview.objects.filter(pk=first.pk).update(state=State.FAILED, message="broken")
+    again, new = preview.request(partition, 20)
+    assert new and again.pk != first.pk
+    assert not PartitionPreview.objects.filter(pk=first.pk).exists(), "the failure replaced"
+
+    # No worker on the Spark queue: after the wait it is given up, and asked again.
+    settings.BDRE_PREVIEW_WAIT_SECONDS, settings.BDRE_PREVIEW_SECONDS = 600, 60
+    later = again.asked_at + timedelta(seconds=661)
+    assert not preview.given_up(again, later - timedelta(seconds=2))
+    assert preview.given_up(again, later)
+    assert preview.given_up_message() == (
+        "no Spark worker read it within 11 minutes: is a worker consuming the queue 'spark'? "
+        "Ask again"
+    )
+    third, new = preview.request(partition, 20, now=later)
+    assert new and third.pk != again.pk
+    # The worker that takes the given-up one at last leaves it alone.
+    assert preview.read(again.pk, spark=lambda: pytest.fail("no Spark for it")) is None
+
+
+def test_a_preview_given_up_says_so_on_the_page_and_in_the_api(make_job, table, team, client):
+    partition = publish(make_job("shred", steps=1), table, EVENTS[:3])
+    shown, _ = preview.request(partition, 20)
+    PartitionPreview.objects.filter(pk=shown.pk).update(
+        asked_at=timezone.now() - timedelta(hours=1)
+    )
+    client.force_login(team.viewer)
+    page = client.get(f"/tables/{table.pk}/").content.decode()
+    assert "could not be read: no Spark worker read it within 11 minutes" in page
+    assert "Ask again</button>" in page and "data-refresh" not in page
+    body = api_as(team.viewer).get(f"/api/v1/tables/{table.pk}/preview/").json()
+    assert body["state"] == "failed" and body["message"].startswith("no Spark worker")
+
+
+def test_the_api_asks_then_follows_the_read(make_job, table, team):
+    job = make_job("shred", steps=1)
+    first = publish(job, table, EVENTS[:3])
+    newest = publish(job, table, EVENTS[10:12])
+    url = f"/api/v1/tables/{table.pk}/preview/"
+    viewer = api_as(team.viewer)
+
+    none_yet = viewer.get(url)
+    assert none_yet.status_code == 404
+    assert "POST to this URL asks a Spark worker" in none_yet.json()["detail"]
+    asked = viewer.post(url, {"partition": first.pk, "rows": 2}, format="json")
+    assert asked.status_code == 202, asked.content
+    assert asked.json() | {"asked_at": None} == {
+        "id": asked.json()["id"],
+        "state": "queued",
+        "partition": asked.json()["partition"],
+        "rows_asked": 2,
+        "columns": [],
+        "rows": [],
+        "more": False,
+        "message": "",
+        "asked_at": None,
+        "started_at": None,
+        "finished_at": None,
+    }
+    assert asked.json()["partition"]["batch"] == first.batch_id
+    assert viewer.post(url, format="json").json()["partition"]["id"] == newest.pk, "the newest"
+
+    read_as_a_worker_would(PartitionPreview.objects.get(pk=asked.json()["id"]), [["a", "int"]], [])
+    body = viewer.get(url, {"partition": first.pk, "rows": 2}).json()
+    assert (body["state"], body["columns"]) == ("done", [{"name": "a", "type": "int"}])
+    again = viewer.post(url, {"partition": first.pk, "rows": 2}, format="json")
+    assert again.status_code == 200 and again.json()["id"] == body["id"]
+
+    too_many = viewer.post(url, {"rows": 201}, format="json")
+    assert too_many.status_code == 400 and "200" in str(too_many.json()["rows"])
+    assert viewer.get(url, {"partition": 10**9}).status_code == 404
 
 
 def test_an_owner_previews_any_attempt_and_a_shared_reader_only_published_ones(
@@ -94,159 +227,151 @@ def test_an_owner_previews_any_attempt_and_a_shared_reader_only_published_ones(
     (step,) = steps_of(job)
     rebuilt = write(table, old.batch_id, InstanceExecFactory(process=step).pk, EVENTS[5:7])
     partitions.publish(old.batch_id)
+    PartitionPreviewFactory(partition=old, values=[["e0", "1"]])
     client.force_login(team.viewer)
     page = client.get(f"/tables/{table.pk}/", {"preview": old.pk}).content.decode()
-    assert "(replaced, not what readers see)" in page
-    assert "<td>e0</td>" in page and "<td>e5</td>" not in page
+    assert "(replaced, not what readers see)" in page and "<td>e0</td>" in page
     for odd in ("x", "²", "9" * 30):
         assert client.get(f"/tables/{table.pk}/", {"preview": odd}).status_code == 404
+        assert client.post(f"/tables/{table.pk}/preview/", {"partition": odd}).status_code == 404
 
     url = f"/api/v1/tables/{table.pk}/preview/"
+    outsider = api_as(team.outsider)
     client.force_login(team.outsider)
     assert client.get(f"/tables/{table.pk}/").status_code == 404
-    assert api_as(team.outsider).get(url).status_code == 404
+    assert client.post(f"/tables/{table.pk}/preview/").status_code == 404
+    assert client.get(f"/tables/{table.pk}/preview/{old.pk}/live/").status_code == 404
+    assert outsider.get(url, {"partition": old.pk}).status_code == 404
+    assert outsider.post(url, format="json").status_code == 404
+
     tables.share(team.admin, table, team.other_group)
-    shared = client.get(f"/tables/{table.pk}/").content.decode()
-    assert "<td>e5</td><td>" in shared and "<td>e6</td>" in shared
+    assert "Show the first 20 rows" in client.get(f"/tables/{table.pk}/").content.decode()
     assert client.get(f"/tables/{table.pk}/", {"preview": old.pk}).status_code == 404
-    assert api_as(team.outsider).get(url, {"partition": old.pk}).status_code == 404
-    assert api_as(team.outsider).get(url).json()["partition"]["id"] == rebuilt.pk
+    assert client.get(f"/tables/{table.pk}/preview/{old.pk}/live/").status_code == 404
+    assert outsider.get(url, {"partition": old.pk}).status_code == 404
+    assert outsider.post(url, {"partition": old.pk}, format="json").status_code == 404
+    asked = outsider.post(url, format="json")
+    assert asked.status_code == 202 and asked.json()["partition"]["id"] == rebuilt.pk
 
 
-def test_the_api_gives_the_columns_and_rows_asked_for(make_job, table, team):
+def test_removed_files_are_explained_and_take_their_preview_with_them(
+    make_job, table, team, client, settings
+):
     job = make_job("shred", steps=1)
-    first = publish(job, table, EVENTS[:3])
-    publish(job, table, EVENTS[10:12])
+    old = publish(job, table, EVENTS[:2])
+    PartitionPreviewFactory(partition=old, values=[["e0", "1"]])
+    publish_again = write(table, old.batch_id, InstanceExecFactory().pk, EVENTS[2:3])
+    partitions.publish(publish_again.batch_id)
+    settings.BDRE_PARTITION_GRACE_SECONDS = 0
+
+    assert partitions.remove_unused(timezone.now() + timedelta(seconds=1)) == [old.pk]
+    assert not PartitionPreview.objects.exists(), "sample rows go with the files"
+    client.force_login(team.viewer)
+    gone = client.get(f"/tables/{table.pk}/", {"preview": old.pk}).content.decode()
+    assert f"the files of batch {old.batch_id}&#x27;s partition were removed" in gone
+    assert "Show the first" not in gone
+    url = f"/api/v1/tables/{table.pk}/preview/"
+    for answer in (
+        api_as(team.viewer).get(url, {"partition": old.pk}),
+        api_as(team.viewer).post(url, {"partition": old.pk}, format="json"),
+    ):
+        assert (answer.status_code, answer.json()["code"]) == (404, 121)
+    Partition.objects.filter(pk=old.pk).update(removed_at=datetime(2026, 11, 2, 8, 30, tzinfo=UTC))
+    old.refresh_from_db()
+    assert preview.refusal(old).message.endswith("removed 2026-11-02 08:30 UTC (replaced)")
+
+
+# --- the read itself, by Spark ------------------------------------------------------------
+
+
+@pytest.mark.spark
+def test_a_worker_reads_the_first_rows_with_their_spark_types_through_the_api(
+    make_job, table, team, spark, eager, django_capture_on_commit_callbacks
+):
+    job = make_job("shred", steps=1)
+    long = "x" * 400
+    newest = publish(job, table, [{**e, "page_url": long} for e in EVENTS], files=3)
     url = f"/api/v1/tables/{table.pk}/preview/"
     viewer = api_as(team.viewer)
 
-    body = viewer.get(url, {"partition": first.pk, "rows": 2}).json()
-    assert body["columns"][:2] == [
+    with django_capture_on_commit_callbacks(execute=True):
+        assert viewer.post(url, {"rows": 20}, format="json").status_code == 202
+    body = viewer.get(url).json()
+    assert body["state"] == "done", body
+    assert body["columns"] == [
         {"name": "event_id", "type": "string"},
-        {"name": "collector_tstamp", "type": "timestamp[us]"},
+        {"name": "collector_tstamp", "type": "timestamp_ntz"},
+        {"name": "page_url", "type": "string"},
+        {"name": "contexts", "type": "array<struct<schema:string,data:struct<sku:string>>>"},
+        {"name": "batch_id", "type": "int"},
     ]
-    assert [row[0] for row in body["rows"]] == ["e0", "e1"]
-    assert (body["more"], body["partition"]["batch"]) == (True, first.batch_id)
-    assert [r[0] for r in viewer.get(url).json()["rows"]] == ["e10", "e11"], "the newest"
-    too_many = viewer.get(url, {"rows": 201})
-    assert too_many.status_code == 400 and "200" in str(too_many.json()["rows"])
-    assert viewer.get(url, {"partition": 10**9}).status_code == 404
+    assert len(body["rows"]) == 20 and body["more"] is True
+    row = body["rows"][0]
+    assert row[0] in {e["event_id"] for e in EVENTS}
+    n = int(row[0][1:])
+    assert row[1] == f"2026-11-01 09:{n:02}:00"
+    assert len(row[2]) == 300 and row[2].endswith("…"), "a value is cut at 300 characters"
+    assert row[3] == (f'[{{"schema": "iglu:com.acme/product/1-0-0", "data": {{"sku": "S{n}"}}}}]')
+    assert row[4] == str(newest.batch_id)
+    assert body["started_at"] and body["finished_at"]
+
+    # An empty batch's partition has no data file to read: its columns, no rows.
+    empty = publish(job, table, [])
+    with django_capture_on_commit_callbacks(execute=True):
+        viewer.post(url, {"partition": empty.pk}, format="json")
+    body = viewer.get(url, {"partition": empty.pk}).json()
+    assert (body["state"], body["rows"], len(body["columns"])) == ("done", [], 3)
 
 
-def test_files_removed_or_broken_are_explained_not_a_server_error(make_job, table, team, client):
+@pytest.mark.spark
+def test_a_broken_or_vanished_file_fails_the_preview_with_its_reason(make_job, table, team, spark):
+    from processes.step_kinds.spark_session import get_spark
+
     job = make_job("shred", steps=1)
     broken = publish(job, table, EVENTS[:2])
     (Path(broken.location) / "part-00000.parquet").write_bytes(b"not parquet at all")
-    client.force_login(team.viewer)
-    page = client.get(f"/tables/{table.pk}/").content.decode()
-    assert "part-00000.parquet is not a readable Parquet file" in page
-    assert broken.location not in page, "a page shows no folder of an attempt"
-    answer = api_as(team.viewer).get(f"/api/v1/tables/{table.pk}/preview/")
-    assert answer.status_code == 404
-    assert answer.json()["code"] == 121
+    shown, _ = preview.request(broken)
+    done = preview.read(shown.pk, get_spark)
+    assert done.state == State.FAILED
+    assert done.message == "part-00000.parquet is not a readable Parquet file"
 
-    Partition.objects.filter(pk=broken.pk).update(
-        state=Partition.State.REPLACED, removed_at=datetime(2026, 11, 2, 8, 30, tzinfo=UTC)
-    )
-    gone = client.get(f"/tables/{table.pk}/", {"preview": broken.pk}).content.decode()
-    assert "the files of batch" in gone and "were removed 2026-11-02 08:30 UTC (replaced)" in gone
-    empty = client.get(f"/tables/{table.pk}/").content.decode()
-    assert "No partition published yet" in empty
+    vanished = publish(job, table, EVENTS[:2])
+    for file in Path(vanished.location).iterdir():
+        file.unlink()
+    Path(vanished.location).rmdir()
+    shown, _ = preview.request(vanished)
+    done = preview.read(shown.pk, get_spark)
+    assert done.message == "its files are not there any more: removed outside BDRE"
+    assert preview.read(shown.pk, get_spark) is None, "a task delivered twice reads nothing"
 
 
-def test_an_empty_batch_shows_that_it_holds_no_rows(make_job, table, team, client):
-    publish(make_job("shred", steps=1), table, [])
-    client.force_login(team.viewer)
-    page = client.get(f"/tables/{table.pk}/").content.decode()
-    assert "The partition holds no rows" in page
-
-
-@pytest.fixture
-def on_s3(make_job, team, s3_endpoint, settings):
-    """A table in a bucket of its own on the S3 endpoint, with SPARK_CONF's options for it,
-    and ``publish(put)``: a run of a job whose step writes the table's partition, ``put``
-    being called with the bucket's client, the bucket and the attempt's key prefix first."""
-    from batches.ingest.storage import s3_client
-
-    bucket = f"lake-{uuid.uuid4().hex[:12]}"
-    client = s3_client(endpoint_url=s3_endpoint, region="us-east-1")
-    client.create_bucket(Bucket=bucket)
-    settings.SPARK_CONF = {
-        f"spark.hadoop.fs.s3a.bucket.{bucket}.{key}": value
-        for key, value in {
-            "endpoint": s3_endpoint,
-            "connection.ssl.enabled": "false",
-            "access.key": "testing",
-            "secret.key": "testing",
-        }.items()
-    }
-    table = HiveTableFactory(
-        bus_domain=team.application, table_name="events", location=f"s3a://{bucket}/events"
-    )
-    job = make_job("shred", steps=1)
-    (step,) = steps_of(job)
-
-    def publish(put, rows: int) -> None:
-        batch = lifecycle.init_job(job.pk).target_batch_id
-        step_run = lifecycle.init_step(step.pk)
-        location = partitions.attempt_location(table, batch, step_run)
-        put(client, bucket, location.split(f"{bucket}/", 1)[1])
-        partitions.record_written(
-            table, batch_id=batch, step_run_id=step_run, location=location, rows=rows, size=1
-        )
-        lifecycle.halt_step(step.pk)
-        lifecycle.halt_job(job.pk)
-
-    return table, client, bucket, publish
-
-
-def test_a_partition_on_s3_is_read_in_ranges_without_fetching_whole_files(
-    team, on_s3, monkeypatch, tmp_path
+@pytest.mark.spark
+def test_a_read_that_takes_too_long_is_stopped_and_the_session_goes_on(
+    make_job, table, team, spark, settings, monkeypatch
 ):
-    from batches import preview
+    """A read stuck in Spark (a slow store, a busy cluster), played by a job that would run
+    for hours: its jobs are interrupted at the time, only they, and the session reads on."""
+    from pyspark.sql import functions as F
 
-    table, _, _, publish = on_s3
-    # Six row groups of 100 rows, each value 5,000 random characters: the first rows are in
-    # the first group, and only it and the footer need reading.
-    big = [{**e, "page_url": os.urandom(2500).hex()} for e in EVENTS * 20]
-    local = write_parquet(tmp_path / "part.parquet", big, group=100)
+    from processes.step_kinds.spark_session import get_spark
 
-    def put(client, bucket, prefix):
-        client.put_object(
-            Bucket=bucket, Key=f"{prefix}/part-00000.parquet", Body=local.read_bytes()
-        )
+    partition = publish(make_job("shred", steps=1), table, EVENTS[:2])
+    settings.BDRE_PREVIEW_SECONDS = 2
+    real = preview._first_rows
 
-    publish(put, rows=600)
-    monkeypatch.setattr(preview, "READ_BYTES", 64 << 10)
-    fetched: list[int] = []
-    listing_client = partitions._s3_client
+    def stuck(session, partition, limit):
+        session.range(0, 10**15, 1, 1).select(F.sum("id")).collect()
 
-    def counting(name):
-        counted = listing_client(name)
-        get = counted.get_object
+    monkeypatch.setattr(preview, "_first_rows", stuck)
+    shown, _ = preview.request(partition)
+    start = time.monotonic()
+    done = preview.read(shown.pk, get_spark)
+    assert time.monotonic() - start < 60
+    assert done.state == State.FAILED
+    assert done.message.startswith("Spark took longer than 2 s to read it and was stopped")
 
-        def get_object(**kw):
-            answer = get(**kw)
-            fetched.append(answer["ContentLength"])
-            return answer
-
-        counted.get_object = get_object
-        return counted
-
-    monkeypatch.setattr(partitions, "_s3_client", counting)
-
-    body = api_as(team.viewer).get(f"/api/v1/tables/{table.pk}/preview/", {"rows": 3}).json()
-    assert [r[0] for r in body["rows"]] == ["e0", "e1", "e2"]
-    assert len(body["rows"][0][2]) == 300 and body["rows"][0][2].endswith("…"), "cut at 300"
-    assert body["more"] is True
-    assert 0 < sum(fetched) < local.stat().st_size / 3, "the footer and one row group"
-
-
-def test_a_store_that_cannot_be_read_is_explained_not_a_server_error(team, on_s3):
-    table, client, bucket, publish = on_s3
-    publish(lambda *_: None, rows=1)
-    client.delete_bucket(Bucket=bucket)  # the store went away under the published partition
-
-    answer = api_as(team.viewer).get(f"/api/v1/tables/{table.pk}/preview/")
-    assert answer.status_code == 404
-    assert answer.json()["message"].endswith("its folder could not be listed (StorageError)")
+    monkeypatch.setattr(preview, "_first_rows", real)
+    again, _ = preview.request(partition)
+    start = time.monotonic()
+    assert preview.read(again.pk, get_spark).state == State.DONE
+    assert time.monotonic() - start < 30, "the stopped job holds no task slot"

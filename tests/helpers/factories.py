@@ -9,7 +9,15 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.utils import timezone
 
-from batches.models import Batch, BatchConsumpQueue, BatchState, File, HiveTable, Partition
+from batches.models import (
+    Batch,
+    BatchConsumpQueue,
+    BatchState,
+    File,
+    HiveTable,
+    Partition,
+    PartitionPreview,
+)
 from bdre.models import Membership, Role
 from lineage.models import LineageNode, LineageQuery, LineageRelation, NodeKind, QueryKind
 from processes.models import BusDomain, ExecState, InstanceExec, Process, Property, Server
@@ -155,6 +163,21 @@ class PartitionFactory(factory.django.DjangoModelFactory):
     location = factory.LazyAttribute(lambda p: f"{p.table.location}/batch_id={p.batch.pk}/run-0")
     state = Partition.State.PUBLISHED
     written_at = factory.LazyFunction(timezone.now)
+
+
+class PartitionPreviewFactory(factory.django.DjangoModelFactory):
+    """A partition's first rows as a Spark worker read them (batches.preview.read)."""
+
+    class Meta:
+        model = PartitionPreview
+
+    partition = factory.SubFactory(PartitionFactory)
+    rows = 20
+    state = PartitionPreview.State.DONE
+    columns = factory.LazyFunction(lambda: [["event_id", "string"], ["batch_id", "int"]])
+    values = factory.LazyFunction(list)
+    asked_at = factory.LazyFunction(timezone.now)
+    finished_at = factory.LazyAttribute(lambda p: p.asked_at)
 
 
 class ServerFactory(factory.django.DjangoModelFactory):

@@ -1,7 +1,8 @@
-"""In a real browser: from a batch to the table it wrote, its columns, its first rows and its
-partitions, at desktop and phone width; and from a file's name to its batch, the batch made
-of it, and the table that wrote. Screenshots go to ``var/screenshots/`` (``table-*.png``,
-``follow-file-*.png``)."""
+"""In a real browser: from a batch to the table it wrote, its columns, its first rows (read
+by Spark when asked, as a worker of the Spark queue reads them: Celery's eager mode here) and
+its partitions, at desktop and phone width; and from a file's name to its batch, the batch
+made of it, and the table that wrote. Screenshots go to ``var/screenshots/``
+(``table-*.png``, ``follow-file-*.png``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from tests.helpers.parquet import write_parquet
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
     pytest.mark.browser,
+    pytest.mark.spark,
+    pytest.mark.usefixtures("spark", "eager"),
 ]
 
 
@@ -61,8 +64,13 @@ def test_a_viewer_follows_a_batch_to_its_tables_columns_rows_and_partitions(
     columns = page.locator("table").first.inner_text()
     for name, kind in [("event_id", "string"), ("collector_tstamp", "timestamp")]:
         assert f"{name}\t{kind}" in columns
+    assert page.get_by_text(f"batch {batch}'s partition, 713 rows: a Spark worker").is_visible()
+    shot(page, f"table-ask-{width}")
+    page.get_by_role("button", name="Show the first 20 rows").click()
     rows = page.locator("table.preview").inner_text()
-    assert rows.startswith("event_id\tcollector_tstamp\ne0\t2026-11-01 09:00:00\n")
+    assert rows.startswith(
+        f"event_id\tcollector_tstamp\tbatch_id\ne0\t2026-11-01 09:00:00\t{batch}\n"
+    )
     assert "e19\t" in rows and "e20\t" not in rows
     assert page.get_by_text(f"The first 20 rows of batch {batch}'s partition, of 713").is_visible()
     partitions_table = page.locator("table").nth(2).inner_text()
@@ -104,5 +112,6 @@ def test_a_viewer_finds_a_files_batch_by_its_name_and_follows_it_to_the_table_it
     page.wait_for_url(f"{live_server.url}/batches/{made}/")
     page.get_by_role("link", name="lake.tidy_rows").click()
     page.wait_for_url(f"{live_server.url}/tables/{table.pk}/")
+    page.get_by_role("button", name="Show the first 20 rows").click()
     assert "b.csv" in page.locator("table.preview").inner_text()
     shot(page, "follow-file-table")
