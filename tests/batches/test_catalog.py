@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from datetime import timedelta
@@ -219,33 +220,31 @@ def test_a_failed_sync_is_recorded_and_releases_the_lease(monkeypatch):
 def write_partition(location: Path, batch_id: int, rows: list[tuple[int, str]]) -> None:
     """A batch's partition as ``spark_io.write_batch`` leaves it: Parquet files in
     ``<location>/batch_id=<n>`` (a re-run replaces the folder's files)."""
+    folder = location / f"batch_id={batch_id}"
+    shutil.rmtree(folder, ignore_errors=True)
+    write_partition_file(folder, rows, "part-00000.parquet")
+
+
+def write_partition_file(folder: Path, rows: list[tuple[int, str]], name: str) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    folder = location / f"batch_id={batch_id}"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     ids, items = zip(*rows, strict=True) if rows else ((), ())
-    table = pa.table({"id": pa.array(ids, pa.int64()), "item": pa.array(items, pa.string())})
-    pq.write_table(table, folder / "part-00000.parquet")
+    data = pa.table({"id": pa.array(ids, pa.int64()), "item": pa.array(items, pa.string())})
+    pq.write_table(data, folder / name)
 
 
 def publish_partition(table: HiveTable, rows: list[tuple[int, str]], batch_id: int = 0) -> int:
     """A batch's partition as a job publishes it (batches.partitions): written to the
     folder of its attempt, recorded, published in place of the batch's last one (a new
     batch unless ``batch_id``); the batch's id."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     from batches import partitions
 
     batch_id = batch_id or BatchFactory(bus_domain=table.bus_domain).pk
     attempt = InstanceExecFactory().pk
     location = partitions.attempt_location(table, batch_id, attempt)
-    Path(location).mkdir(parents=True)
-    ids, items = zip(*rows, strict=True) if rows else ((), ())
-    data = pa.table({"id": pa.array(ids, pa.int64()), "item": pa.array(items, pa.string())})
-    pq.write_table(data, Path(location) / "part-00000.parquet")
+    write_partition_file(Path(location), rows, "part-00000.parquet")
     partitions.record_written(
         table, batch_id=batch_id, step_run_id=attempt, location=location, rows=len(rows), size=1
     )
@@ -295,7 +294,32 @@ for database in found["databases"]:
                 [r.batch_id, r.id, r.item] for r in spark.sql(f"SELECT * FROM {name}").collect()
             ),
         }
-print("FOUND " + json.dumps(found))
+print("FOUND " + json.dumps(found), flush=True)
+"""
+
+# A notebook that, after the queries above, counts one batch of one table when told: once
+# ("look"), or again and again until told otherwise ("loop" ... "idle"). Each command is
+# answered "DONE <command>" after the counts it asked for ("SAW <n>").
+READER_LOOP = """
+import queue, sys, threading
+
+name, batch = sys.argv[1], int(sys.argv[2])
+commands = queue.Queue()
+threading.Thread(target=lambda: [commands.put(x.strip()) for x in sys.stdin], daemon=True).start()
+looping = False
+print("READY", flush=True)
+while True:
+    command = commands.get() if not looping else None
+    if command is None and not commands.empty():
+        command = commands.get()
+    if command == "stop":
+        break
+    looping = command == "loop" or (looping and command != "idle")
+    if looping or command == "look":
+        seen = spark.sql(f"SELECT count(*) FROM {name} WHERE batch_id = {batch}").first()[0]
+        print(f"SAW {seen}", flush=True)
+    if command is not None:
+        print(f"DONE {command}", flush=True)
 spark.stop()
 """
 
@@ -303,7 +327,7 @@ spark.stop()
 def notebook(snippet: str, cwd: Path, env: dict[str, str] | None = None) -> dict:
     """A user's own SparkSession built with the printed lines, listing and querying."""
     done = subprocess.run(
-        [sys.executable, "-c", snippet + NOTEBOOK_QUERIES],
+        [sys.executable, "-c", snippet + NOTEBOOK_QUERIES + "spark.stop()\n"],
         cwd=cwd,
         env=env or {k: v for k, v in os.environ.items() if not k.startswith("SPARK_")},
         capture_output=True,
@@ -313,6 +337,60 @@ def notebook(snippet: str, cwd: Path, env: dict[str, str] | None = None) -> dict
     assert done.returncode == 0, done.stderr[-4000:]
     line = next(x for x in done.stdout.splitlines() if x.startswith("FOUND "))
     return json.loads(line.removeprefix("FOUND "))
+
+
+class Reader:
+    """A user's own SparkSession built with the printed lines, in a process of its own,
+    that ran the queries above (``found``) and counts a batch of a table when told. Killed
+    if it has not stopped after ``timeout`` seconds, so that no read waits for ever."""
+
+    def __init__(self, snippet: str, cwd: Path, name: str, batch: int, timeout: float = 900):
+        self.log = cwd / "reader.log"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SPARK_")}
+        with self.log.open("w") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", snippet + NOTEBOOK_QUERIES + READER_LOOP, name, str(batch)],
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+            )
+        self.guard = threading.Timer(timeout, self.process.kill)
+        self.guard.start()
+        self.found = json.loads(self._line("FOUND ").removeprefix("FOUND "))
+        self._line("READY")
+
+    def _line(self, starting: str) -> str:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        assert line.startswith(starting), f"{line!r}: " + self.log.read_text()[-4000:]
+        return line.strip()
+
+    def tell(self, command: str) -> list[int]:
+        """Send ``command``; the counts it saw until it answered."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        seen = []
+        while (line := self._line("")) != f"DONE {command}":
+            assert line.startswith("SAW "), f"{line!r}: " + self.log.read_text()[-4000:]
+            seen.append(int(line.removeprefix("SAW ")))
+        return seen
+
+    def stop(self) -> None:
+        try:
+            if self.process.poll() is None:
+                assert self.process.stdin is not None
+                self.process.stdin.write("stop\n")
+                self.process.stdin.close()
+                self.process.wait(timeout=120)
+        finally:
+            self.guard.cancel()
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
 
 
 @pytest.fixture
@@ -496,11 +574,59 @@ def test_a_postgresql_metastore_in_its_own_schema_and_a_second_one_refused_in_it
     # The first one is untouched: a notebook on it reads the tables the first sync published.
     snippet = sync_catalog(first, "--print-conf")
     assert "currentSchema=prod" in snippet
-    found = notebook(snippet, tmp_path)
-    assert found[catalog.catalog_name(tables["a"])]["partitions"] == [
-        f"batch_id={one}",
-        f"batch_id={two}",
-    ]
+    name = catalog.catalog_name(tables["a"])
+    reader = Reader(snippet, tmp_path, name, two)
+    try:
+        assert reader.found[name]["partitions"] == [f"batch_id={one}", f"batch_id={two}"]
+        read_while_rebuilt(reader, tables["a"], two, lambda: sync_catalog(first))
+    finally:
+        reader.stop()
+
+
+def read_while_rebuilt(reader: Reader, table: HiveTable, batch: int, sync) -> None:
+    """The batch rebuilt 20 times, each rebuild's first attempt dying in the middle of its
+    write (one of its two files written, its step run failed), its re-run published; the
+    catalog synced twice, once while an attempt lies half-written (rebuild 10) and once
+    after the last. The notebook counts the batch after every rebuild and without pause
+    while each sync runs: it sees the count the catalog last published, then the new one,
+    never a half, never an unpublished attempt, never a missing partition."""
+    from batches import partitions
+    from processes.models import ExecState
+
+    published, synced = 1, [1]  # the batch's one row, as the lake's first sync published it
+    for rebuild in range(1, 21):
+        rows = [(100 + n, f"item {rebuild}.{n}") for n in range(rebuild + 1)]
+        dying = InstanceExecFactory(exec_state_id=ExecState.FAILED).pk
+        location = partitions.attempt_location(table, batch, dying)
+        write_partition_file(Path(location), rows[: len(rows) // 2], "part-00000.parquet")
+        partitions.record_written(
+            table, batch_id=batch, step_run_id=dying, location=location, rows=None, size=1
+        )
+        if rebuild == 10:
+            synced.append(published)  # the half-written attempt is no partition of it
+            seen_syncing(reader, sync, synced)
+        publish_partition(table, rows, batch_id=batch)
+        published = len(rows)
+        if rebuild == 20:
+            synced.append(published)
+            seen_syncing(reader, sync, synced)
+        assert reader.tell("look") == [synced[-1]], f"rebuild {rebuild}"
+    assert synced == [1, 10, 21]
+
+
+def seen_syncing(reader: Reader, sync, synced: list[int]) -> None:
+    before, after = synced[-2], synced[-1]
+    seen = reader.tell("loop")  # counting, from before the sync starts
+    sync()
+    seen += reader.tell("idle")
+    seen += reader.tell("look")  # after the sync: the new count
+    assert set(seen) <= {before, after}, seen
+    assert seen == sorted(seen, key=[before, after].index), f"never back to the old: {seen}"
+    assert seen[0] == before and seen[-1] == after, seen
+    print(
+        f"while the catalog synced: {len(seen)} counts, {seen.count(before)} of {before}, "
+        f"{seen.count(after)} of {after}"
+    )
 
 
 @pytest.mark.django_db
