@@ -371,12 +371,11 @@ class TableViewSet(viewsets.ReadOnlyModelViewSet):
         table = self.get_object()
         args = PreviewQuerySerializer(data=data)
         args.is_valid(raise_exception=True)
-        own = can(request.user, table, Role.VIEWER)
         wanted = args.validated_data.get("partition")
-        chosen = selectors.table_partitions(table, every_attempt=own and wanted is not None)
-        if wanted is not None:
-            chosen = chosen.filter(pk=wanted)
-        partition = chosen.first()
+        if wanted is None:
+            partition = selectors.table_partitions(table).first()
+        else:
+            partition = selectors.visible_partitions(request.user, table).filter(pk=wanted).first()
         if partition is None:
             raise NotFound(
                 "no such partition of this table"

@@ -491,6 +491,15 @@ class PartitionPreview(models.Model):
     class Meta:
         ordering = ["-asked_at", "-id"]
         indexes = [models.Index(fields=["partition", "rows"], name="preview_of_partition")]
+        constraints = [
+            # One read a partition and row count, waiting, running or done: two users asking
+            # at once queue one, on SQLite too, where the service's row lock is no lock.
+            models.UniqueConstraint(
+                fields=["partition", "rows"],
+                condition=~Q(state="failed"),
+                name="preview_one_read",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"preview of {self.partition} ({self.rows} rows, {self.state})"

@@ -26,8 +26,9 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from batches.models import Partition, PartitionPreview
@@ -45,6 +46,7 @@ MAX_TEXT = 300  # characters of a value shown; a nested value is shown as JSON
 
 State = PartitionPreview.State
 WAITING = (State.QUEUED, State.RUNNING)
+INTERRUPT_ON_CANCEL = "spark.job.interruptOnCancel"  # SparkContext's local property
 
 
 def refusal(partition: Partition) -> BdreError | None:
@@ -63,22 +65,33 @@ def latest(partition: Partition, rows: int = DEFAULT_ROWS) -> PartitionPreview |
     return PartitionPreview.objects.filter(partition=partition, rows=rows).first()
 
 
+# How long a preview being read may go past its time before it counts as lost: the worker
+# starts its Spark session first when it has none (a JVM), which the time bound does not cover.
+RUNNING_MARGIN_SECONDS = 120
+
+
 def given_up(preview: PartitionPreview, now: datetime | None = None) -> bool:
-    """Whether ``preview`` waited longer than a worker would have taken to read it: no
-    worker consumes the Spark queue, or the one that took it died."""
-    if preview.state not in WAITING:
-        return False
-    waited = (now or timezone.now()) - preview.asked_at
-    return waited > timedelta(
-        seconds=settings.BDRE_PREVIEW_WAIT_SECONDS + settings.BDRE_PREVIEW_SECONDS
-    )
+    """Whether ``preview`` will not be read: no worker took it from the Spark queue within
+    ``BDRE_PREVIEW_WAIT_SECONDS`` (none consumes it, or each is busy with a long step), or
+    the worker reading it stopped long past its time (it died)."""
+    now = now or timezone.now()
+    if preview.state == State.QUEUED:
+        return now - preview.asked_at > timedelta(seconds=settings.BDRE_PREVIEW_WAIT_SECONDS)
+    if preview.state == State.RUNNING:
+        started = preview.started_at or preview.asked_at
+        limit = settings.BDRE_PREVIEW_SECONDS + RUNNING_MARGIN_SECONDS
+        return now - started > timedelta(seconds=limit)
+    return False
 
 
-def given_up_message() -> str:
-    minutes = round((settings.BDRE_PREVIEW_WAIT_SECONDS + settings.BDRE_PREVIEW_SECONDS) / 60)
+def given_up_message(preview: PartitionPreview) -> str:
+    if preview.state == State.RUNNING:
+        return "the Spark worker reading it stopped answering (it may have died): ask again"
+    minutes = round(settings.BDRE_PREVIEW_WAIT_SECONDS / 60)
     return (
-        f"no Spark worker read it within {minutes} minute{'s' if minutes != 1 else ''}: "
-        f"is a worker consuming the queue {settings.BDRE_SPARK_QUEUE!r}? Ask again"
+        f"no Spark worker took it within {minutes} minute{'s' if minutes != 1 else ''}: "
+        f"is a worker consuming the queue {settings.BDRE_SPARK_QUEUE!r}, or are they all busy "
+        "with long steps? Ask again"
     )
 
 
@@ -103,18 +116,25 @@ def request(
     newest = latest(locked, rows)
     if newest is not None and given_up(newest, now):
         # Conditional: a worker that starts it after all finds it given up and leaves it.
-        PartitionPreview.objects.filter(pk=newest.pk, state__in=WAITING).update(
-            state=State.FAILED, message=given_up_message(), finished_at=now
+        PartitionPreview.objects.filter(pk=newest.pk, state=newest.state).update(
+            state=State.FAILED, message=given_up_message(newest), finished_at=now
         )
         newest.refresh_from_db()
     if newest is not None and newest.state != State.FAILED:
         return newest, False
     PartitionPreview.objects.filter(partition=locked, rows=rows, state=State.FAILED).delete()
     user = by if getattr(by, "is_authenticated", False) else None
-    return (
-        PartitionPreview.objects.create(partition=locked, rows=rows, asked_by=user, asked_at=now),
-        True,
-    )
+    try:
+        with transaction.atomic():
+            created = PartitionPreview.objects.create(
+                partition=locked, rows=rows, asked_by=user, asked_at=now
+            )
+    except IntegrityError:
+        # Another request made it meanwhile (SQLite has no row lock to wait on): that one.
+        other = latest(locked, rows)
+        assert other is not None  # the constraint that refused this one is its
+        return other, False
+    return created, True
 
 
 class _TimedOut(Exception):
@@ -130,7 +150,11 @@ def read(preview_id: int, spark: Callable[[], SparkSession]) -> PartitionPreview
     )
     if not started:
         return None
-    preview = PartitionPreview.objects.select_related("partition__table").get(pk=preview_id)
+    preview = (
+        PartitionPreview.objects.select_related("partition__table").filter(pk=preview_id).first()
+    )
+    if preview is None:
+        return None  # its partition's files were removed, and it with them
     partition = preview.partition
     seconds = settings.BDRE_PREVIEW_SECONDS
     done: dict[str, Any] = {"state": State.FAILED}
@@ -146,10 +170,10 @@ def read(preview_id: int, spark: Callable[[], SparkSession]) -> PartitionPreview
                 spark(), lambda session: _first_rows(session, partition, preview.rows), seconds
             )
             done |= {"state": State.DONE, "columns": columns, "values": values, "more": more}
-    except _TimedOut:
+    except (_TimedOut, SoftTimeLimitExceeded):
         done["message"] = (
             f"Spark took longer than {seconds} s to read it and was stopped: ask again "
-            "when the Spark workers are less busy, or for fewer rows"
+            "when the Spark workers are less busy"
         )
     except Exception as exc:
         # Whatever Spark or the store raised, the preview must not stay "being read"; the
@@ -160,8 +184,7 @@ def read(preview_id: int, spark: Callable[[], SparkSession]) -> PartitionPreview
     PartitionPreview.objects.filter(pk=preview_id, state=State.RUNNING).update(
         finished_at=timezone.now(), **done
     )
-    preview.refresh_from_db()
-    return preview
+    return PartitionPreview.objects.filter(pk=preview_id).first()
 
 
 def _bounded(
@@ -172,9 +195,10 @@ def _bounded(
     """``work(session)``, its Spark jobs interrupted after ``seconds``: tagged, so that
     only they are stopped, never a step's jobs in the same session."""
     tag = f"bdre-preview-{uuid.uuid4().hex}"
-    stopped = threading.Event()
-    # A Connect session tags its operations on the server; a classic one's interruptTag
-    # finds no operation of its own, so there the SparkContext's job tags do it.
+    # A Connect session tags its operations on the server. A classic one's interruptTag
+    # cancelled nothing of a running collect (PySpark 4.3): there the SparkContext's job
+    # tags do it, with the tasks' threads interrupted too, so that one blocked reading a
+    # store stops at once; the thread's earlier setting is put back after.
     tagged: Callable[[str], object]
     interrupt: Callable[[str], object]
     untag: Callable[[str], object]
@@ -182,23 +206,31 @@ def _bounded(
         tagged, interrupt, untag = session.addTag, session.interruptTag, session.removeTag
     else:
         context = session.sparkContext
-        # Its tasks' threads interrupted too: one blocked reading a store stops at once.
-        context.setInterruptOnCancel(True)
+        previous = context.getLocalProperty(INTERRUPT_ON_CANCEL)
+        context.setLocalProperty(INTERRUPT_ON_CANCEL, "true")
 
         def untag(tag: str) -> None:
             context.removeJobTag(tag)
-            context.setInterruptOnCancel(False)
+            context.setLocalProperty(INTERRUPT_ON_CANCEL, previous)  # type: ignore[arg-type]
 
         tagged, interrupt = context.addJobTag, context.cancelJobsWithTag
 
-    def stop() -> None:
-        stopped.set()
-        interrupt(tag)
+    finished, stopped = threading.Event(), threading.Event()
 
-    timer = threading.Timer(seconds, stop)
-    timer.daemon = True
+    def watch() -> None:
+        if finished.wait(seconds):
+            return
+        stopped.set()
+        # Again each second until the work returns: a deadline that falls between two of
+        # its jobs (listing the folder, reading the footers) would let the next one run on.
+        while True:
+            interrupt(tag)
+            if finished.wait(1.0):
+                return
+
     tagged(tag)
-    timer.start()
+    watcher = threading.Thread(target=watch, name=tag, daemon=True)
+    watcher.start()
     try:
         return work(session)
     except Exception as exc:
@@ -206,20 +238,35 @@ def _bounded(
             raise _TimedOut from exc
         raise
     finally:
-        timer.cancel()
+        finished.set()
+        watcher.join()
         untag(tag)
 
 
 def _first_rows(
     session: SparkSession, partition: Partition, limit: int
 ) -> tuple[list[list[str]], list[list[str]], bool]:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType, StringType
+
     from batches import partitions
 
     table = partition.table
     frame: DataFrame = partitions.read(session, table.location, [partition.location])
+    fields = frame.schema.fields
+    # Long texts and bytes cut by Spark, one past what is shown (so that _text marks the
+    # cut): a row of megabyte values never travels to the worker whole.
+    cut = [
+        F.substring(frame[f.name], 1, MAX_TEXT + 1).alias(f.name)
+        if isinstance(f.dataType, StringType)
+        else F.substring(frame[f.name], 1, MAX_TEXT // 2 + 1).alias(f.name)
+        if isinstance(f.dataType, BinaryType)
+        else frame[f.name]
+        for f in fields
+    ]
     # One more than asked: whether the partition holds more rows than shown.
-    rows = frame.limit(limit + 1).collect()
-    columns = [[f.name, f.dataType.simpleString()] for f in frame.schema.fields]
+    rows = frame.select(*cut).limit(limit + 1).collect()
+    columns = [[f.name, f.dataType.simpleString()] for f in fields]
     return columns, [[_text(v) for v in row] for row in rows[:limit]], len(rows) > limit
 
 
@@ -236,7 +283,7 @@ _NOT_PARQUET = re.compile(
     r"PARQUET_COLUMN_DATA_TYPE_MISMATCH|is not a Parquet file"
 )
 # A data file's name as Spark's messages give it, without the sentence's full stop after it.
-_FILE = re.compile(r"(part-[\w-]+(?:\.[\w-]+)*?)(?=\.?[\s'\"\],;:]|\.?$)")
+_FILE = re.compile(r"(?<=/)(part-[\w-]+(?:\.[\w-]+)*?)(?=\.?[\s'\"\],;:]|\.?$)")
 
 
 def _reason(exc: Exception) -> str:

@@ -20,7 +20,7 @@ from batches.models import (
     HiveTable,
     Partition,
 )
-from bdre.access import AnyUser, Role, scope, teams
+from bdre.access import AnyUser, Role, can, scope, teams
 from processes.models import Process
 
 
@@ -123,6 +123,12 @@ def table_partitions(table: HiveTable, *, every_attempt: bool = False) -> QueryS
     if not every_attempt:
         rows = rows.filter(state=Partition.State.PUBLISHED)
     return rows.order_by("-batch_id", "-id")
+
+
+def visible_partitions(user: AnyUser, table: HiveTable) -> QuerySet[Partition]:
+    """The partitions of ``table`` (one of :func:`tables`) the user may look into: every
+    attempt of his team's own table, the published ones of a table shared with his team."""
+    return table_partitions(table, every_attempt=can(user, table, Role.VIEWER))
 
 
 def batch_partitions(user: AnyUser, batch: Batch) -> QuerySet[Partition]:

@@ -277,7 +277,10 @@ class PreviewSerializer(serializers.ModelSerializer):
         data = super().to_representation(instance)
         if preview.given_up(instance):
             # What the next POST records: no worker read it in time; asking again queues it.
-            data |= {"state": PartitionPreview.State.FAILED, "message": preview.given_up_message()}
+            data |= {
+                "state": PartitionPreview.State.FAILED,
+                "message": preview.given_up_message(instance),
+            }
         return data
 
 

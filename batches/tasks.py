@@ -33,7 +33,12 @@ def _schedule_the_sync(sender: object = None, **kwargs: object) -> None:
     catalog.ensure_sync_schedule()
 
 
-@shared_task(name="batches.read_preview")
+# A backstop for what the preview's own bound does not stop (its session's start, a call
+# that hangs outside a Spark job): the read is recorded as stopped all the same.
+@shared_task(
+    name="batches.read_preview",
+    soft_time_limit=settings.BDRE_PREVIEW_SECONDS + preview.RUNNING_MARGIN_SECONDS,
+)
 def read_preview(preview_id: int) -> str:
     """Read a preview's rows with this worker's Spark session, the steps' own."""
     from processes.step_kinds.spark_session import get_spark

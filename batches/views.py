@@ -219,8 +219,7 @@ def _chosen(request: HttpRequest, table: HiveTable, asked: str) -> Partition | N
         return selectors.table_partitions(table).first()
     if not is_id(asked):
         raise Http404("no such partition")
-    own = can(request.user, table, Role.VIEWER)
-    return get_object_or_404(selectors.table_partitions(table, every_attempt=own), pk=asked)
+    return get_object_or_404(selectors.visible_partitions(request.user, table), pk=asked)
 
 
 def _preview_context(table: HiveTable, chosen: Partition | None) -> dict[str, object]:
@@ -232,7 +231,7 @@ def _preview_context(table: HiveTable, chosen: Partition | None) -> dict[str, ob
         "chosen": chosen,
         "preview": shown,
         "unreadable": refused.message if refused else "",
-        "given_up": preview.given_up_message() if given_up else "",
+        "given_up": preview.given_up_message(shown) if shown is not None and given_up else "",
         "waiting": shown is not None and shown.state in preview.WAITING and not given_up,
         "preview_rows": preview.DEFAULT_ROWS,
         "preview_seconds": settings.BDRE_PREVIEW_SECONDS,

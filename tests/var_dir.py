@@ -50,6 +50,9 @@ for _name in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
 SPARK_TEST_DEFAULTS = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.adaptive.enabled": "false",
+    # The standalone cluster's executors, which the daemons' options above do not reach:
+    # their JVMs live as long as a demo run or a test's application.
+    "spark.executor.extraJavaOptions": _QUICK_JIT,
 }
 if "SPARK_CONF_DIR" not in os.environ:
     _conf_dir = (

@@ -358,13 +358,29 @@ class Reader:
                 text=True,
             )
         self.guard = threading.Timer(timeout, self.process.kill)
+        self.guard.daemon = True
         self.guard.start()
-        self.found = json.loads(self._line("FOUND ").removeprefix("FOUND "))
-        self._line("READY")
+        try:
+            self.found = json.loads(self._line("FOUND ", skip=True).removeprefix("FOUND "))
+            self._line("READY")
+        except BaseException:
+            self.stop()
+            raise
 
-    def _line(self, starting: str) -> str:
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _line(self, starting: str, skip: bool = False) -> str:
+        """The reader's next line, which starts with ``starting`` (after lines that do not,
+        with ``skip``: what a user's code or a library prints first)."""
         assert self.process.stdout is not None
-        line = self.process.stdout.readline()
+        while True:
+            line = self.process.stdout.readline()
+            if line.startswith(starting) or not (skip and line):
+                break
         assert line.startswith(starting), f"{line!r}: " + self.log.read_text()[-4000:]
         return line.strip()
 
@@ -380,17 +396,20 @@ class Reader:
         return seen
 
     def stop(self) -> None:
+        """Ask it to stop its session; killed when it cannot be asked or does not stop."""
         try:
             if self.process.poll() is None:
                 assert self.process.stdin is not None
                 self.process.stdin.write("stop\n")
                 self.process.stdin.close()
                 self.process.wait(timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            pass  # a broken pipe: it is gone or going; the kill below ends it either way
         finally:
             self.guard.cancel()
             if self.process.poll() is None:
                 self.process.kill()
-                self.process.wait()
+            self.process.wait()
 
 
 @pytest.fixture
@@ -575,12 +594,9 @@ def test_a_postgresql_metastore_in_its_own_schema_and_a_second_one_refused_in_it
     snippet = sync_catalog(first, "--print-conf")
     assert "currentSchema=prod" in snippet
     name = catalog.catalog_name(tables["a"])
-    reader = Reader(snippet, tmp_path, name, two)
-    try:
+    with Reader(snippet, tmp_path, name, two) as reader:
         assert reader.found[name]["partitions"] == [f"batch_id={one}", f"batch_id={two}"]
         read_while_rebuilt(reader, tables["a"], two, lambda: sync_catalog(first))
-    finally:
-        reader.stop()
 
 
 def read_while_rebuilt(reader: Reader, table: HiveTable, batch: int, sync) -> None:

@@ -14,6 +14,9 @@
       try {
         const answer = await fetch(url, { headers: { "X-Requested-With": "fetch" } });
         if (answer.redirected) return; // logged out: the log-in page is no live part
+        // Gone or not for this user any more (a partition replaced under a shared reader):
+        // the page as loaded is what there is to see.
+        if (answer.status >= 400 && answer.status < 500) return;
         if (answer.ok) {
           box.innerHTML = await answer.text();
           if (!always && !box.querySelector("small")) return; // the run ended
