@@ -79,7 +79,10 @@ def consume(
                     if stop.exists():
                         return
             if fork and os.fork() == 0:  # as a Celery worker forks a new pool process
-                Path(f"{out}.child").write_text(str(os.getpid()))
+                # Written whole, then renamed in: the test reads it once the name exists.
+                part = Path(f"{out}.child.part")
+                part.write_text(str(os.getpid()))
+                part.replace(f"{out}.child")
             if not ack:
                 time.sleep(3600)  # holds its messages unacknowledged until it is killed
 
