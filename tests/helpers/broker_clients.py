@@ -16,7 +16,9 @@ seconds between polls of a polling transport.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -104,6 +106,8 @@ class Clients:
             env=self.env,
             stdout=log.open("w"),
             stderr=subprocess.STDOUT,
+            # A group of its own: kill_all ends what it forked too, its parent killed or not.
+            start_new_session=True,
         )
         self.procs.append((proc, log))
         return proc
@@ -117,9 +121,9 @@ class Clients:
 
     def kill_all(self) -> None:
         for proc, _log in self.procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
 
 
 def received(files: list[Path]) -> list[tuple[str, float]]:
