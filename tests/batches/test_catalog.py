@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -283,23 +282,28 @@ def sync_catalog(env: dict[str, str], *args: str) -> str:
 NOTEBOOK_QUERIES = """
 import json
 
-found = {"databases": sorted(d.name for d in spark.catalog.listDatabases())}
-for database in found["databases"]:
-    for table in spark.catalog.listTables(database):
-        name = f"{database}.{table.name}"
-        found[name] = {
-            "type": table.tableType,
-            "partitions": [r[0] for r in spark.sql(f"SHOW PARTITIONS {name}").collect()],
-            "rows": sorted(
-                [r.batch_id, r.id, r.item] for r in spark.sql(f"SELECT * FROM {name}").collect()
-            ),
-        }
-print("FOUND " + json.dumps(found), flush=True)
+
+def list_and_query():
+    found = {"databases": sorted(d.name for d in spark.catalog.listDatabases())}
+    for database in found["databases"]:
+        for table in spark.catalog.listTables(database):
+            name = f"{database}.{table.name}"
+            rows = spark.sql(f"SELECT * FROM {name}").collect()
+            found[name] = {
+                "type": table.tableType,
+                "partitions": [r[0] for r in spark.sql(f"SHOW PARTITIONS {name}").collect()],
+                "rows": sorted([r.batch_id, r.id, r.item] for r in rows),
+            }
+    print("FOUND " + json.dumps(found), flush=True)
+
+
+list_and_query()
 """
 
 # A notebook that, after the queries above, counts one batch of one table when told: once
-# ("look"), or again and again until told otherwise ("loop" ... "idle"). Each command is
-# answered "DONE <command>" after the counts it asked for ("SAW <n>").
+# ("look"), or again and again until told otherwise ("loop" ... "idle"); or lists and
+# queries every table again ("list"). Each command is answered "DONE <command>" after the
+# counts it asked for ("SAW <n>").
 READER_LOOP = """
 import queue, sys, threading
 
@@ -318,25 +322,12 @@ while True:
     if looping or command == "look":
         seen = spark.sql(f"SELECT count(*) FROM {name} WHERE batch_id = {batch}").first()[0]
         print(f"SAW {seen}", flush=True)
+    if command == "list":
+        list_and_query()
     if command is not None:
         print(f"DONE {command}", flush=True)
 spark.stop()
 """
-
-
-def notebook(snippet: str, cwd: Path, env: dict[str, str] | None = None) -> dict:
-    """A user's own SparkSession built with the printed lines, listing and querying."""
-    done = subprocess.run(
-        [sys.executable, "-c", snippet + NOTEBOOK_QUERIES + "spark.stop()\n"],
-        cwd=cwd,
-        env=env or {k: v for k, v in os.environ.items() if not k.startswith("SPARK_")},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    line = next(x for x in done.stdout.splitlines() if x.startswith("FOUND "))
-    return json.loads(line.removeprefix("FOUND "))
 
 
 class Reader:
@@ -385,12 +376,16 @@ class Reader:
         return line.strip()
 
     def tell(self, command: str) -> list[int]:
-        """Send ``command``; the counts it saw until it answered."""
+        """Send ``command``; the counts it saw until it answered (what "list" found is in
+        ``found`` then)."""
         assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.write(command + "\n")
         self.process.stdin.flush()
         seen = []
         while (line := self._line("")) != f"DONE {command}":
+            if line.startswith("FOUND "):
+                self.found = json.loads(line.removeprefix("FOUND "))
+                continue
             assert line.startswith("SAW "), f"{line!r}: " + self.log.read_text()[-4000:]
             seen.append(int(line.removeprefix("SAW ")))
         return seen
@@ -448,78 +443,6 @@ def lake(tmp_path):
     return var, tables, locations, published
 
 
-@pytest.mark.spark
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
-def test_a_notebook_session_lists_and_queries_the_tables_sync_catalog_published(lake, tmp_path):
-    var, tables, locations, (one, two) = lake
-    names = {key: catalog.catalog_name(t) for key, t in tables.items()}
-    env = manage_env(var)
-    times = {}
-
-    start = time.monotonic()
-    out = sync_catalog(env)
-    times["first sync"] = time.monotonic() - start
-    assert f"{names['a']}: created, 2 partitions (+batch_id={one}, +batch_id={two})" in out
-    assert f"{names['b']}: created, 1 partition (+batch_id=3)" in out
-    assert f"{names['d']}: skipped, no Parquet files at {locations['d']} yet" in out
-    assert "4 created, 0 replaced, 0 unchanged, 0 dropped, 1 skipped" in out
-    assert CatalogState.objects.get().summary  # recorded for the periodic task
-
-    # Batch `two` rebuilt and published again (its partition now at the new attempt's
-    # folder, the old one's files still there for the grace period); a batch added to team
-    # b's table and its batch 3's folder removed by hand; table c is no table of BDRE's any
-    # more and table e moved.
-    publish_partition(tables["a"], [(4, "quince"), (5, "lime")], batch_id=two)
-    write_partition(locations["b"], 4, [(11, "date")])
-    shutil.rmtree(locations["b"] / "batch_id=3")
-    tables["c"].delete()
-    moved = locations["e"].parent / "returns_v2"
-    write_partition(moved, 5, [(9, "melon")])
-    tables["e"].location = str(moved)
-    tables["e"].save()
-
-    start = time.monotonic()
-    out = sync_catalog(env)
-    times["second sync"] = time.monotonic() - start
-    assert f"{names['a']}: unchanged, 2 partitions\n" in out
-    assert f"{names['b']}: unchanged, 1 partition (+batch_id=4, -batch_id=3)" in out
-    assert f"{names['c']}: dropped (no table in BDRE any more; files untouched)" in out
-    assert f"{names['e']}: replaced, 1 partition (+batch_id=5)" in out
-    assert "0 created, 1 replaced, 2 unchanged, 1 dropped, 1 skipped" in out
-
-    start = time.monotonic()
-    again = sync_catalog(env)  # idempotent: nothing to do the second time
-    times["third sync"] = time.monotonic() - start
-    assert f"{names['a']}: unchanged, 2 partitions\n" in again
-    assert f"{names['b']}: unchanged, 1 partition\n" in again
-    assert "0 created, 0 replaced, 3 unchanged, 0 dropped, 1 skipped" in again
-
-    # One notebook, after both syncs: a table the first created (b), one whose partitions
-    # the second changed (a), one it replaced (e), one it dropped (c); a JVM costs a minute.
-    snippet = sync_catalog(env, "--print-conf")
-    cwd = tmp_path / "notebook"
-    cwd.mkdir()
-    start = time.monotonic()
-    found = notebook(snippet, cwd)
-    times["notebook"] = time.monotonic() - start
-    first_db = names["a"].partition(".")[0]
-    second_db = names["b"].partition(".")[0]
-    assert {first_db, second_db} <= set(found["databases"])
-    assert found[names["a"]] == {
-        "type": "EXTERNAL",
-        "partitions": [f"batch_id={one}", f"batch_id={two}"],
-        "rows": [[one, 1, "apple"], [one, 2, "pear"], [two, 4, "quince"], [two, 5, "lime"]],
-    }
-    assert found[names["b"]]["rows"] == [[4, 11, "date"]]
-    assert found[names["e"]]["rows"] == [[5, 9, "melon"]]
-    assert names["c"] not in found and names["d"] not in found
-    assert not (cwd / "derby.log").exists()
-    assert (var / "derby.log").exists()  # in the var folder, not where the notebook runs
-    for key in "ce":  # a dropped table's files, a moved table's old ones: untouched
-        assert (locations[key] / "batch_id=1" / "part-00000.parquet").exists()
-    print("times:", {k: round(v, 1) for k, v in times.items()})
-
-
 @pytest.fixture
 def metastore_database():
     """A database of its own on the test's PostgreSQL server for the metastore (the suite's
@@ -563,13 +486,27 @@ def schema_tables(url: str) -> dict[str, int]:
 @pytest.mark.spark
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
-def test_a_postgresql_metastore_in_its_own_schema_and_a_second_one_refused_in_its_database(
+def test_a_notebook_on_the_published_catalog_sees_each_sync_and_never_half_a_batch(
     lake, tmp_path, metastore_database
 ):
-    # One metastore for both: Hive creating its tables on PostgreSQL takes a JVM minutes.
-    var, tables, _, (one, two) = lake
+    """`sync_catalog` into a metastore on PostgreSQL in a schema of its own (a second
+    schema in its database is refused before Spark starts), and a user's own SparkSession
+    built with the lines `--print-conf` prints. The notebook lists and queries what the
+    first sync created; then the lake changes (a batch added and one removed by hand, a
+    table deleted, one moved) while the first team's batch is rebuilt 20 times, and the
+    notebook counts that batch without pause through the second sync, then lists and
+    queries again. Each sync and the notebook is a JVM of its own, so one notebook does it
+    all (the embedded Derby metastore's sync and notebook: tests/cluster/, on the demo's
+    tables)."""
+    var, tables, locations, (one, two) = lake
+    names = {key: catalog.catalog_name(t) for key, t in tables.items()}
     first = manage_env(var, BDRE_METASTORE_URL=metastore_database, BDRE_METASTORE_SCHEMA="prod")
-    assert "4 created" in sync_catalog(first)
+    out = sync_catalog(first)
+    assert f"{names['a']}: created, 2 partitions (+batch_id={one}, +batch_id={two})" in out
+    assert f"{names['b']}: created, 1 partition (+batch_id=3)" in out
+    assert f"{names['d']}: skipped, no Parquet files at {locations['d']} yet" in out
+    assert "4 created, 0 replaced, 0 unchanged, 0 dropped, 1 skipped" in out
+    assert CatalogState.objects.get().summary  # recorded for the periodic task
     before = schema_tables(metastore_database)
     assert list(before) == ["prod"]  # Hive's tables, in its schema
     assert before["prod"] > 10
@@ -593,23 +530,56 @@ def test_a_postgresql_metastore_in_its_own_schema_and_a_second_one_refused_in_it
     # The first one is untouched: a notebook on it reads the tables the first sync published.
     snippet = sync_catalog(first, "--print-conf")
     assert "currentSchema=prod" in snippet
-    name = catalog.catalog_name(tables["a"])
-    with Reader(snippet, tmp_path, name, two) as reader:
-        assert reader.found[name]["partitions"] == [f"batch_id={one}", f"batch_id={two}"]
-        read_while_rebuilt(reader, tables["a"], two, lambda: sync_catalog(first))
+    with Reader(snippet, tmp_path, names["a"], two) as reader:
+        found = reader.found
+        assert {n.partition(".")[0] for n in (names["a"], names["b"])} <= set(found["databases"])
+        assert found[names["a"]] == {
+            "type": "EXTERNAL",
+            "partitions": [f"batch_id={one}", f"batch_id={two}"],
+            "rows": [[one, 1, "apple"], [one, 2, "pear"], [two, 3, "plum"]],
+        }
+        assert found[names["b"]]["rows"] == [[3, 10, "fig"]]
+
+        # A batch added to team b's table and its batch 3's folder removed by hand; table c
+        # is no table of BDRE's any more and table e moved.
+        write_partition(locations["b"], 4, [(11, "date")])
+        shutil.rmtree(locations["b"] / "batch_id=3")
+        tables["c"].delete()
+        moved = locations["e"].parent / "returns_v2"
+        write_partition(moved, 5, [(9, "melon")])
+        tables["e"].location = str(moved)
+        tables["e"].save()
+        out = read_while_rebuilt(reader, tables["a"], two, lambda: sync_catalog(first))
+        assert f"{names['a']}: unchanged, 2 partitions\n" in out
+        assert f"{names['b']}: unchanged, 1 partition (+batch_id=4, -batch_id=3)" in out
+        assert f"{names['c']}: dropped (no table in BDRE any more; files untouched)" in out
+        assert f"{names['e']}: replaced, 1 partition (+batch_id=5)" in out
+        assert "0 created, 1 replaced, 2 unchanged, 1 dropped, 1 skipped" in out
+
+        reader.tell("list")
+        found = reader.found
+    # Batch two as its 19th rebuild published it: the 20th was published after the sync.
+    assert found[names["a"]]["rows"] == [[one, 1, "apple"], [one, 2, "pear"]] + [
+        [two, 100 + n, f"item 19.{n}"] for n in range(20)
+    ]
+    assert found[names["b"]]["rows"] == [[4, 11, "date"]]
+    assert found[names["e"]]["rows"] == [[5, 9, "melon"]]
+    assert names["c"] not in found and names["d"] not in found
+    for key in "ce":  # a dropped table's files, a moved table's old ones: untouched
+        assert (locations[key] / "batch_id=1" / "part-00000.parquet").exists()
 
 
-def read_while_rebuilt(reader: Reader, table: HiveTable, batch: int, sync) -> None:
+def read_while_rebuilt(reader: Reader, table: HiveTable, batch: int, sync) -> str:
     """The batch rebuilt 20 times, each rebuild's first attempt dying in the middle of its
     write (one of its two files written, its step run failed), its re-run published; the
     catalog synced while the last rebuild's dying attempt lies half-written. The notebook
     counts the batch after every rebuild and without pause while the sync runs: it sees the
     count the catalog published before, then the new one, never a half, never an
-    unpublished attempt, never a missing partition."""
+    unpublished attempt, never a missing partition. What the sync printed."""
     from batches import partitions
     from processes.models import ExecState
 
-    published, synced = 1, [1]  # the batch's one row, as the lake's first sync published it
+    published, synced, out = 1, [1], ""  # the batch's one row, as the first sync published
     for rebuild in range(1, 21):
         rows = [(100 + n, f"item {rebuild}.{n}") for n in range(rebuild + 1)]
         dying = InstanceExecFactory(exec_state_id=ExecState.FAILED).pk
@@ -620,17 +590,18 @@ def read_while_rebuilt(reader: Reader, table: HiveTable, batch: int, sync) -> No
         )
         if rebuild == 20:
             synced.append(published)  # the half-written attempt is no partition of it
-            seen_syncing(reader, sync, synced)
+            out = seen_syncing(reader, sync, synced)
         publish_partition(table, rows, batch_id=batch)
         published = len(rows)
         assert reader.tell("look") == [synced[-1]], f"rebuild {rebuild}"
     assert synced == [1, 20]
+    return out
 
 
-def seen_syncing(reader: Reader, sync, synced: list[int]) -> None:
+def seen_syncing(reader: Reader, sync, synced: list[int]) -> str:
     before, after = synced[-2], synced[-1]
     seen = reader.tell("loop")  # counting, from before the sync starts
-    sync()
+    out = sync()
     seen += reader.tell("idle")
     seen += reader.tell("look")  # after the sync: the new count
     assert set(seen) <= {before, after}, seen
@@ -640,6 +611,7 @@ def seen_syncing(reader: Reader, sync, synced: list[int]) -> None:
         f"while the catalog synced: {len(seen)} counts, {seen.count(before)} of {before}, "
         f"{seen.count(after)} of {after}"
     )
+    return out
 
 
 @pytest.mark.django_db

@@ -214,6 +214,9 @@ def test_a_notebook_session_lists_and_queries_the_tables_the_demo_wrote(local_de
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-4000:]
+    # The embedded Derby metastore logs in the var folder, not where the notebook runs.
+    assert not (cwd / "derby.log").exists()
+    assert (local_demo.var_dir / "derby.log").exists()
     found = json.loads(
         next(x for x in done.stdout.splitlines() if x.startswith("FOUND ")).removeprefix("FOUND ")
     )
