@@ -372,10 +372,7 @@ class TableViewSet(viewsets.ReadOnlyModelViewSet):
         args = PreviewQuerySerializer(data=data)
         args.is_valid(raise_exception=True)
         wanted = args.validated_data.get("partition")
-        if wanted is None:
-            partition = selectors.table_partitions(table).first()
-        else:
-            partition = selectors.visible_partitions(request.user, table).filter(pk=wanted).first()
+        partition = selectors.chosen_partition(request.user, table, wanted)
         if partition is None:
             raise NotFound(
                 "no such partition of this table"

@@ -131,6 +131,14 @@ def visible_partitions(user: AnyUser, table: HiveTable) -> QuerySet[Partition]:
     return table_partitions(table, every_attempt=can(user, table, Role.VIEWER))
 
 
+def chosen_partition(user: AnyUser, table: HiveTable, partition_id: int | None) -> Partition | None:
+    """The partition ``partition_id`` of ``table`` if the user may look into it, or with no
+    id the newest published one (what the table's preview shows unless told otherwise)."""
+    if partition_id is None:
+        return table_partitions(table).first()
+    return visible_partitions(user, table).filter(pk=partition_id).first()
+
+
 def batch_partitions(user: AnyUser, batch: Batch) -> QuerySet[Partition]:
     """The published partitions of ``batch``, of the tables the user may see."""
     return (

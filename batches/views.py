@@ -215,11 +215,12 @@ def _table(request: HttpRequest, pk: int) -> HiveTable:
 def _chosen(request: HttpRequest, table: HiveTable, asked: str) -> Partition | None:
     """The partition asked for (any attempt of the team's own table, a published one of a
     shared table), else the newest published one."""
-    if not asked:
-        return selectors.table_partitions(table).first()
-    if not is_id(asked):
+    if asked and not is_id(asked):
         raise Http404("no such partition")
-    return get_object_or_404(selectors.visible_partitions(request.user, table), pk=asked)
+    chosen = selectors.chosen_partition(request.user, table, int(asked) if asked else None)
+    if asked and chosen is None:
+        raise Http404("no such partition")
+    return chosen
 
 
 def _preview_context(table: HiveTable, chosen: Partition | None) -> dict[str, object]:
