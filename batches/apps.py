@@ -7,6 +7,7 @@ class BatchesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from batches import checks  # noqa: F401 - registers the app's system checks
         from batches.metrics import QueueCollector
         from bdre import metrics
 

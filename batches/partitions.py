@@ -12,42 +12,28 @@ the files of failed attempts and of replaced partitions are removed by the reape
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import shutil
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlparse
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from batches import stores
 from batches.models import BatchConsumpQueue, BatchState, HiveTable, Partition, PartitionPreview
 from processes.models import ExecState, InstanceExec, Process
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from batches.ingest.storage import S3Storage
-
 log = logging.getLogger(__name__)
 State = Partition.State
 # The folder of an attempt inside its batch's: no "=" in its name, so that Spark's
 # partition discovery, given the table's folder as basePath, finds batch_id alone.
 ATTEMPT_PREFIX = "run-"
-
-
-# The stores whose folders BDRE lists and deletes itself (sizes, the reaper, adoption).
-SUPPORTED_SCHEMES = ("", "file", "s3", "s3a")
-
-
-def supported(location: str) -> bool:
-    """Whether a table at ``location`` is written by attempts: on a local folder or S3."""
-    return urlparse(location).scheme in SUPPORTED_SCHEMES
 
 
 def attempt_location(table: HiveTable, batch_id: int, step_run_id: int) -> str:
@@ -66,12 +52,14 @@ def record_written(
     size: int | None,
     checks: list[dict[str, Any]] | None = None,
     now: datetime | None = None,
+    spark: SparkSession | None = None,
 ) -> Partition:
     """The attempt's partition, written and not yet published (again, when the same step
     run writes it twice: the files were replaced in its own folder). A table's first
-    attempt adopts the partitions written in place before (:func:`adopt`)."""
+    attempt adopts the partitions written in place before (:func:`adopt`, through
+    ``spark``'s Hadoop FileSystem on a store only Hadoop reaches)."""
     if not tracked(table):
-        adopt(table, first_write=True, now=now)
+        adopt(table, first_write=True, now=now, spark=spark)
     partition, _ = Partition.objects.update_or_create(
         table=table,
         batch_id=batch_id,
@@ -264,13 +252,37 @@ def lost_steps(step_run_ids: Iterable[int]) -> set[int]:
     )
 
 
-def remove_unused(now: datetime | None = None) -> list[int]:
+def _reached_without_spark() -> Q:
+    """The partitions whose folders this process reaches by itself (stores.OWN_SCHEMES)."""
+    return (
+        Q(location__startswith="/")
+        | Q(location__startswith="file:")
+        | Q(location__startswith="s3://")
+        | Q(location__startswith="s3a://")
+    )
+
+
+def left_for_spark(now: datetime | None = None) -> bool:
+    """Whether unused partitions wait on a store only Hadoop reaches: removed by a worker
+    of the Spark queue (``batches.tasks.remove_unused_partitions``)."""
+    return unused(now).exclude(_reached_without_spark()).exists()
+
+
+def remove_unused(now: datetime | None = None, spark: SparkSession | None = None) -> list[int]:
     """Remove the files of :func:`unused` partitions; returns the ids removed. Each
     partition's state is checked again as its files go (a conditional update), so that a
-    partition published since the listing is never removed."""
+    partition published since the listing is never removed. Without ``spark``, only those
+    on a local folder or S3; with it, those on every store, through its Hadoop FileSystem
+    where only Hadoop reaches (a Connect session cannot: :class:`stores.StoreUnreachable`,
+    before anything is claimed)."""
     now = now or timezone.now()
+    candidates = unused(now)
+    if spark is None:
+        candidates = candidates.filter(_reached_without_spark())
+    elif candidates.exclude(_reached_without_spark()).exists():
+        stores.HadoopStore(spark)
     removed = []
-    for partition in unused(now).select_related("table", "step_run").order_by("id")[:500]:
+    for partition in candidates.select_related("table", "step_run").order_by("id")[:500]:
         if partition.state == State.WRITTEN and not _discard_written(partition):
             continue
         claimed = Partition.objects.filter(
@@ -279,7 +291,7 @@ def remove_unused(now: datetime | None = None) -> list[int]:
         if not claimed:
             continue
         try:
-            remove_files(partition.location)
+            stores.of(partition.location, spark).remove(partition.location)
         except Exception:
             # The store refused or was out of reach: tried again at the reaper's next pass.
             log.warning("could not remove %s", partition.location, exc_info=True)
@@ -312,7 +324,11 @@ LEGACY = "legacy"
 
 @transaction.atomic
 def adopt(
-    table: HiveTable, *, first_write: bool = False, now: datetime | None = None
+    table: HiveTable,
+    *,
+    first_write: bool = False,
+    now: datetime | None = None,
+    spark: SparkSession | None = None,
 ) -> list[Partition]:
     """Record the partitions of ``table`` that a step wrote in place, before attempts had
     folders of their own (``<table>/batch_id=<n>/part-*``): their files moved into the
@@ -320,11 +336,13 @@ def adopt(
     attempt already, so that the reaper removes them after the grace). Run by ``manage.py
     adopt_partitions`` once after an upgrade, and on a table's first write by attempt, so
     that no batch of a table disappears from its readers' view (``first_write``: unless
-    another first write adopted it meanwhile). Idempotent."""
+    another first write adopted it meanwhile). On a store only Hadoop reaches, through
+    ``spark``'s Hadoop FileSystem. Idempotent."""
     from batches.models import Batch
 
-    if not table.batch_id_partition_col or not supported(table.location):
+    if not table.batch_id_partition_col:
         return []
+    store = stores.of(table.location, spark)
     now = now or timezone.now()
     column = table.batch_id_partition_col
     # The table's row lock: two first writes of the table (two jobs) adopt it once, and
@@ -332,7 +350,7 @@ def adopt(
     HiveTable.objects.select_for_update().filter(pk=table.pk).first()
     if first_write and tracked(table):
         return []
-    found = _files_in_place(table.location, column)
+    found = _files_in_place(store, table.location, column)
     known = set(Batch.objects.filter(pk__in=found).values_list("pk", flat=True))
     published_batches = set(
         Partition.objects.filter(table=table, state=State.PUBLISHED).values_list(
@@ -345,7 +363,7 @@ def adopt(
             continue  # not a batch of BDRE's: a folder someone else wrote there
         folder = f"{table.location.rstrip('/')}/{column}={batch_id}"
         target = f"{folder}/{LEGACY}"
-        _move_into(found[batch_id], folder, target)
+        store.move(folder, found[batch_id], target)
         replaced = batch_id in published_batches
         partition, _ = Partition.objects.update_or_create(
             table=table,
@@ -364,20 +382,10 @@ def adopt(
     return adopted
 
 
-def _files_in_place(location: str, column: str) -> dict[int, list[str]]:
+def _files_in_place(store: stores.Store, location: str, column: str) -> dict[int, list[str]]:
     """batch -> the names of the files directly in its ``<column>=<batch>`` folder."""
     found: dict[int, list[str]] = {}
-    parsed = urlparse(location)
-    if parsed.scheme in ("s3", "s3a"):
-        keys = [o.key for page in _s3_folder(location).pages() for o in page]
-    else:
-        root = _local(location)
-        keys = (
-            [str(f.relative_to(root)) for f in root.glob(f"{column}=*/*") if f.is_file()]
-            if root.is_dir()
-            else []
-        )
-    for key in keys:
+    for key, _size in store.files(location):
         parts = key.split("/")
         value = parts[0].partition("=")[2]
         if len(parts) == 2 and parts[0].startswith(f"{column}=") and value.isdigit():
@@ -385,119 +393,27 @@ def _files_in_place(location: str, column: str) -> dict[int, list[str]]:
     return found
 
 
-def _move_into(names: list[str], folder: str, target: str) -> None:
-    parsed = urlparse(folder)
-    if parsed.scheme in ("s3", "s3a"):
-        client = _s3_client(parsed.netloc)
-        source = parsed.path.lstrip("/").rstrip("/")
-        for name in names:
-            client.copy_object(
-                Bucket=parsed.netloc,
-                Key=f"{source}/{LEGACY}/{name}",
-                CopySource={"Bucket": parsed.netloc, "Key": f"{source}/{name}"},
-            )
-            client.delete_object(Bucket=parsed.netloc, Key=f"{source}/{name}")
-        return
-    into = _local(target)
-    into.mkdir(exist_ok=True)
-    for name in names:
-        (_local(folder) / name).rename(into / name)
-
-
 # --- the files ---------------------------------------------------------------------------
 
 
-def remove_files(location: str) -> None:
-    """Delete the attempt's folder: a local one, or every key under an object store's
-    prefix. A folder already gone is no error (a removal that was interrupted)."""
-    parsed = urlparse(location)
-    if parsed.scheme in ("s3", "s3a"):
-        folder = _s3_folder(location)
-        for page in folder.pages():
-            keys = [{"Key": folder.prefix + o.key} for o in page]
-            if keys:
-                answer = folder.client.delete_objects(
-                    Bucket=folder.bucket, Delete={"Objects": keys}
-                )
-                if answer.get("Errors"):
-                    first = answer["Errors"][0]
-                    raise OSError(f"{location}: {first.get('Key')}: {first.get('Message')}")
-        return
-    # Gone already: an earlier pass that was interrupted.
-    with contextlib.suppress(FileNotFoundError):
-        shutil.rmtree(_local(location))
-
-
-def size_of(location: str) -> int | None:
+def size_of(location: str, spark: SparkSession | None = None) -> int | None:
     """The bytes of the data files in the attempt's folder; None when the store cannot be
     listed from here (the size is for people, the data is there all the same)."""
     try:
-        return _size_of(location)
+        return sum(size for _, size in data_files(location, spark))
     except Exception:
         log.warning("could not list %s for its size", location, exc_info=True)
         return None
 
 
-def _size_of(location: str) -> int:
-    return sum(size for _, size in data_files(location))
-
-
-def data_files(location: str, folder: S3Storage | None = None) -> list[tuple[str, int]]:
-    """The data files in an attempt's folder (``folder``, when its S3 listing is at hand),
-    each by its name inside the folder with its size, in name order; none for a local
-    folder that is not there."""
-    if urlparse(location).scheme in ("s3", "s3a"):
-        listed = folder or _s3_folder(location)
-        return sorted((o.key, o.size) for page in listed.pages() for o in page if _is_data(o.key))
-    root = _local(location)
-    return sorted(
-        (str(f.relative_to(root)), f.stat().st_size)
-        for f in root.rglob("*")
-        if f.is_file() and _is_data(f.name)
-    )
+def data_files(location: str, spark: SparkSession | None = None) -> list[tuple[str, int]]:
+    """The data files in a partition's folder, each by its name inside the folder with its
+    size, in name order; none for a folder that is not there."""
+    listed = stores.of(location, spark).files(location)
+    return [(name, size) for name, size in listed if _is_data(name)]
 
 
 def _is_data(name: str) -> bool:
     # Spark's own files beside the data (_SUCCESS, .crc checksums) are not the partition's.
     leaf = name.rsplit("/", 1)[-1]
     return not leaf.startswith(("_", "."))
-
-
-def _local(location: str) -> Path:
-    parsed = urlparse(location)
-    if parsed.scheme not in ("", "file"):
-        raise ValueError(f"{location}: not a local folder nor S3 (batches.partitions)")
-    return Path(unquote(parsed.path)) if parsed.scheme == "file" else Path(location)
-
-
-def _s3_folder(location: str) -> S3Storage:
-    """The keys under an ``s3://bucket/prefix`` folder, listed as a scan lists them."""
-    from batches.ingest.storage import S3Storage
-
-    parsed = urlparse(location)
-    prefix = parsed.path.lstrip("/").rstrip("/") + "/"
-    return S3Storage(parsed.netloc, prefix, _s3_client(parsed.netloc))
-
-
-def _s3_client(bucket: str) -> Any:
-    """A client with the object store's settings the Spark sessions write with (SPARK_CONF's
-    ``spark.hadoop.fs.s3a.*``, per bucket first), else boto3's own credentials."""
-    from batches.ingest.storage import s3_client
-
-    conf = settings.SPARK_CONF
-
-    def option(name: str) -> str | None:
-        return conf.get(f"spark.hadoop.fs.s3a.bucket.{bucket}.{name}") or conf.get(
-            f"spark.hadoop.fs.s3a.{name}"
-        )
-
-    endpoint = option("endpoint")
-    if endpoint and "://" not in endpoint:
-        secure = (option("connection.ssl.enabled") or "true").lower() != "false"
-        endpoint = ("https://" if secure else "http://") + endpoint
-    return s3_client(
-        endpoint_url=endpoint,
-        region=option("endpoint.region"),
-        access_key=option("access.key"),
-        secret_key=option("secret.key"),
-    )

@@ -1,6 +1,7 @@
 """Thin Celery tasks of the batches app: the published catalog's periodic sync
 (``batches.catalog``, docs/operations.md "The catalog"); a table's preview, read on the
-Spark queue (``batches.preview``)."""
+Spark queue (``batches.preview``), and the removal of unused partitions on a store only
+Hadoop reaches, there too (``batches.partitions``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from celery.signals import beat_init
 from django.conf import settings
 from django.db import transaction
 
-from batches import catalog, preview
+from batches import catalog, partitions, preview
 from batches.models import Partition, PartitionPreview
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,18 @@ def read_preview(preview_id: int) -> str:
 
     done = preview.read(preview_id, get_spark)
     return done.state if done is not None else "read already or given up"
+
+
+@shared_task(name="batches.remove_unused_partitions")
+def remove_unused_partitions() -> list[int]:
+    """Remove the files of unused partitions with this worker's Spark session: those on a
+    store only Hadoop reaches too (queued by the reaper, on the Spark queue)."""
+    from processes.step_kinds.spark_session import get_spark
+
+    removed = partitions.remove_unused(spark=get_spark())
+    if removed:
+        log.info("removed the files of unused partitions %s", removed)
+    return removed
 
 
 def ask_preview(

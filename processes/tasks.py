@@ -29,6 +29,7 @@ from django.db import transaction
 
 from batches import partitions
 from batches import queue as batch_queue
+from batches.tasks import remove_unused_partitions
 from bdre.errors import BdreError, Code
 from processes import lifecycle, operations, orchestrator, replay, scan_gate, schedules
 from processes.models import InstanceExec, Operation, Process, Trigger
@@ -249,6 +250,9 @@ def reap_expired_runs() -> list[int]:
     removed = partitions.remove_unused()
     if removed:
         log.info("removed the files of unused partitions %s", removed)
+    # Those on a store only Hadoop reaches are a Spark worker's to remove, with its session.
+    if partitions.left_for_spark():
+        remove_unused_partitions.apply_async(queue=settings.BDRE_SPARK_QUEUE)
     return reaped
 
 

@@ -119,7 +119,7 @@ def spark_export(context: StepContext) -> Counters:
         # The batches the frame holds: a dynamic overwrite leaves the folder of a batch
         # with no row as an earlier export left it, which this run did not write.
         exported = [r[0] for r in df.select("batch_id").distinct().collect()]
-        context.record_files_written(exported_files(destination, exported))
+        context.record_files_written(exported_files(destination, exported, spark))
     else:
         options = {"url": props["jdbc_url"], "dbtable": props["jdbc_table"]}
         if props.get("jdbc_driver"):
@@ -135,18 +135,23 @@ def spark_export(context: StepContext) -> Counters:
     return {"rows_out": rows, "format": fmt}
 
 
-def exported_files(destination: str, batch_ids: list[int]) -> list[tuple[str, int]]:
+def exported_files(
+    destination: str, batch_ids: list[int], spark: SparkSession | None = None
+) -> list[tuple[str, int]]:
     """The data files now in the batches' folders of the export's ``destination`` (what a
-    dynamic overwrite of those partitions left there), with their bytes; none on a store
-    BDRE does not list (HDFS, GCS, ADLS)."""
-    from batches import partitions
+    dynamic overwrite of those partitions left there), with their bytes; through
+    ``spark``'s Hadoop FileSystem on a store only Hadoop reaches (none listed from a Spark
+    Connect client, which has no JVM: the files are written all the same)."""
+    from batches import partitions, stores
 
-    if not partitions.supported(destination):
+    try:
+        stores.of(destination, spark)
+    except stores.StoreUnreachable:
         return []
     found = []
     for batch_id in sorted(batch_ids):
         folder = f"{destination.rstrip('/')}/batch_id={batch_id}"
-        found += [(f"{folder}/{name}", size) for name, size in partitions.data_files(folder)]
+        found += [(f"{folder}/{name}", size) for name, size in partitions.data_files(folder, spark)]
     return found
 
 

@@ -10,7 +10,7 @@ from functools import partial
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from batches import partitions, tables
+from batches import partitions, stores, tables
 from batches.locations import LocationRefused, TeamStorage, spark_path
 from batches.models import HiveTable
 from lineage.steps import folder_of, table_name
@@ -124,7 +124,11 @@ def write_batch(
         )
     # Decided before a byte is written: a step never writes another team's table or folder.
     destination = tables.writable_table(team_of(context), database, table)
-    location = destination.location
+    spark = df.sparkSession
+    # A store only Hadoop reaches is listed and cleaned through this session's JVM: refused
+    # before a byte is written when it has none (a Connect client), or its attempts could
+    # never be removed.
+    stores.of(destination.location, spark)
     df = df.drop(BATCH_COLUMN)
     if checked:
         df = _expected(df, context, database, table, destination)
@@ -140,14 +144,6 @@ def write_batch(
             "comments": comments or f"written by {context.step.name}",
         },
     )
-    if not partitions.supported(location):
-        # A store BDRE cannot list or delete in (HDFS, GCS, ADLS): written in place, as
-        # before attempts had folders of their own (docs/quality.md, "Not yet").
-        df.write.mode("overwrite").parquet(
-            spark_path(f"{location.rstrip('/')}/{BATCH_COLUMN}={context.target_batch_id}")
-        )
-        context.record_output(written)
-        return registered_table
     attempt = partitions.attempt_location(
         registered_table, context.target_batch_id, context.step_run_id
     )
@@ -157,6 +153,7 @@ def write_batch(
         batch_id=context.target_batch_id,
         step_run_id=context.step_run_id,
         location=attempt,
+        spark=spark,
     )
     # Recorded before a byte is written: an attempt that dies in the middle of its write
     # leaves a record by which the reaper finds its files.
@@ -164,8 +161,8 @@ def write_batch(
     df.write.mode("overwrite").parquet(spark_path(attempt))
     context.record_output(written)
     record(
-        rows=df.sparkSession.read.parquet(spark_path(attempt)).count(),
-        size=partitions.size_of(attempt),
+        rows=spark.read.parquet(spark_path(attempt)).count(),
+        size=partitions.size_of(attempt, spark),
         checks=[
             c for c in context.checks if (c.get("database"), c.get("table")) == (database, table)
         ],

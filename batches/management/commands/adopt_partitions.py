@@ -1,9 +1,14 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
+from typing import TYPE_CHECKING
 
-from batches import partitions
+from django.core.management.base import BaseCommand, CommandError
+
+from batches import partitions, stores
 from batches.models import HiveTable
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 class Command(BaseCommand):
@@ -11,13 +16,23 @@ class Command(BaseCommand):
         "Once after an upgrade to write-audit-publish, with the workers stopped: record the "
         "partitions each table's steps wrote in place (<table>/batch_id=<n>/part-*), their "
         "files moved into the batch's legacy/ folder, published, so that every batch stays "
-        "in its readers' view (docs/quality.md, 'Write, audit, publish'). Idempotent."
+        "in its readers' view (docs/quality.md, 'Write, audit, publish'). Tables on a store "
+        "only Hadoop reaches (HDFS, GCS, ADLS) are moved through a classic Spark session, "
+        "the workers' own. Idempotent."
     )
 
     def handle(self, *args: object, **options: object) -> None:
         total = 0
+        spark: SparkSession | None = None
         for table in HiveTable.objects.exclude(batch_id_partition_col="").order_by("pk"):
-            adopted = partitions.adopt(table)
+            if spark is None and not stores.reached_without_spark(table.location):
+                from processes.step_kinds.spark_session import get_spark
+
+                spark = get_spark()
+            try:
+                adopted = partitions.adopt(table, spark=spark)
+            except stores.StoreUnreachable as exc:
+                raise CommandError(f"{table}: {exc}") from None
             total += len(adopted)
             if adopted:
                 batches = ", ".join(str(p.batch_id) for p in adopted)

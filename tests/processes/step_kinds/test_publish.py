@@ -5,19 +5,22 @@ it was or as it is now, never half written and never missing."""
 
 from __future__ import annotations
 
+import io
+import uuid
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from pyspark.sql.readwriter import DataFrameWriter
 
 from batches import partitions
 from batches.models import HiveTable, Partition
-from processes import orchestrator, replay
+from processes import orchestrator, replay, tasks
 from processes.models import ExecState, Property
 from processes.step_kinds import StepContext
 from processes.step_kinds.spark_io import read_table
 from tests.helpers.jobs import build_job, callable_step, sql_step
-from tests.helpers.spark import published
+from tests.helpers.spark import one_jvm_only, published
 
 pytestmark = pytest.mark.django_db
 REBUILDS = 20
@@ -168,22 +171,118 @@ def test_a_table_with_no_published_partition_reads_as_no_rows_with_its_columns(c
     assert [(r.n, r.top) for r in rows] == [(0, None)]
 
 
-def test_a_store_bdre_cannot_list_keeps_its_partitions_in_place(chain, spark, team, monkeypatch):
-    """HDFS, GCS, ADLS (here a local folder said to be one): written in place, no attempt
-    recorded, and a unique rule across batches still reads the other batches' folders."""
-    monkeypatch.setattr(partitions, "supported", lambda location: False)
-    query = "SELECT {target_batch_id} AS day FROM range(1)"
-    step = sql_step("days_0", query, output="lake.days", expect={"days.one": "fail: unique(day)"})
-    job = build_job(team, "days", [step])
-    for _ in range(2):
-        assert orchestrator.run_job(job.pk).succeeded
-    table = HiveTable.objects.get(table_name="days")
-    assert not Partition.objects.filter(table=table).exists()
-    folders = sorted(p.name for p in Path(table.location).glob("batch_id=*"))
-    assert len(folders) == 2 and all(
-        any(Path(table.location, f).glob("*.parquet")) for f in folders
+@pytest.fixture
+def hadoop_store(spark, tmp_path, settings):
+    """A table store only Hadoop reaches: ``hdfs://<name>/tables``, which Hadoop's view
+    filesystem mounts on a folder of the test's (Python cannot open an ``hdfs://`` URI;
+    the test looks at the folder to see what BDRE did through Hadoop)."""
+    name = f"bdre-{uuid.uuid4().hex[:12]}"
+    folder = tmp_path / "hdfs"
+    folder.mkdir()
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    hadoop.set("fs.hdfs.impl", "org.apache.hadoop.fs.viewfs.ViewFileSystemOverloadScheme")
+    hadoop.set(f"fs.viewfs.mounttable.{name}.link./tables", folder.as_uri())
+    settings.BDRE_TABLE_STORE = f"hdfs://{name}/tables"
+    yield f"hdfs://{name}/tables", folder
+    hadoop.unset("fs.hdfs.impl")
+
+
+def files_under(folder: Path) -> list[str]:
+    return sorted(
+        str(f.relative_to(folder)) for f in folder.rglob("*") if f.is_file() and f.name[0] != "."
     )
-    assert spark.read.parquet(table.location).count() == 2
+
+
+# The view filesystem's mount is this process's JVM's: a cluster's executors or a Connect
+# server have their own configuration.
+@one_jvm_only
+def test_tables_on_a_store_only_hadoop_reaches_are_written_by_attempts(
+    chain, spark, team, hadoop_store, settings, eager, monkeypatch
+):
+    """HDFS, GCS, ADLS: each attempt in a folder of its own, published whole, a table
+    written in place before adopted, and the unused folders removed by the Spark queue's
+    worker, all through the session's Hadoop FileSystem."""
+    from tests.helpers.factories import BatchFactory, HiveTableFactory
+
+    feed, _build, _report = chain
+    store, folder = hadoop_store
+    location = f"{store}/team-{team.group.pk}/lake/days"
+    local = folder / f"team-{team.group.pk}" / "lake" / "days"
+    # A batch its step wrote in place before attempts had folders of their own.
+    old = BatchFactory(bus_domain=team.application).pk
+    spark.range(3).write.parquet(f"{location}/batch_id={old}")
+    HiveTableFactory(
+        bus_domain=team.application,
+        dbname="lake",
+        table_name="days",
+        location=location,
+        batch_id_partition_col="batch_id",
+    )
+    step = sql_step(
+        "days_0",
+        "SELECT {target_batch_id} AS id FROM range(1)",
+        output="lake.days",
+        expect={"days.one": "fail: unique(id)"},
+        upstream=[feed],
+    )
+    job = build_job(team, "days", [step])
+    assert orchestrator.run_job(feed.pk).succeeded
+
+    write = DataFrameWriter.parquet
+
+    def dying(self, path, *args, **kwargs):
+        write(self, path, *args, **kwargs)
+        raise WorkerLost("the worker died after the write")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(DataFrameWriter, "parquet", dying)
+        failed = orchestrator.run_job(job.pk)
+    assert not failed.succeeded and "the worker died" in failed.error
+    first = orchestrator.run_job(job.pk)
+    assert first.succeeded, first.error
+    batch = first.target_batch_id
+    replay.put_back(replay.plan_reprocess_batch(batch))
+    second = orchestrator.run_job(job.pk)
+    assert second.succeeded, second.error
+
+    table = HiveTable.objects.get(dbname="lake", table_name="days")
+    attempts = {p.step_run_id: p for p in Partition.objects.filter(table=table)}
+    legacy = attempts.pop(None)
+    assert (legacy.batch_id, legacy.state) == (old, Partition.State.PUBLISHED)
+    assert legacy.location == f"{location}/batch_id={old}/legacy"
+    dead, replaced, latest = (attempts[k] for k in sorted(attempts))
+    assert dead.state == Partition.State.WRITTEN
+    assert (replaced.state, latest.state) == (Partition.State.REPLACED, Partition.State.PUBLISHED)
+    assert latest.location.startswith(f"{location}/batch_id={batch}/run-")
+    data = [f for f in files_under(local) if f.endswith(".parquet")]
+    assert latest.bytes == sum(
+        (local / f).stat().st_size
+        for f in data
+        if f.startswith(latest.location[len(location) + 1 :])
+    )
+    assert sorted(r.id for r in published(spark, table).collect()) == [0, 1, 2, batch]
+
+    # A table nobody has written since the upgrade: its command adopts it through Hadoop too.
+    idle = f"{store}/team-{team.group.pk}/lake/idle"
+    spark.range(2).write.parquet(f"{idle}/batch_id={old}")
+    HiveTableFactory(bus_domain=team.application, dbname="lake", table_name="idle", location=idle)
+    out = io.StringIO()
+    call_command("adopt_partitions", stdout=out)
+    assert out.getvalue().splitlines() == [
+        "lake.idle: adopted batch " + str(old),
+        "1 partition(s) adopted.",
+    ]
+    assert published(spark, HiveTable.objects.get(table_name="idle")).count() == 2
+
+    # The reaper's own pass reaches no Hadoop store: a Spark worker's does, once the grace
+    # is over, and leaves what readers see.
+    settings.BDRE_PARTITION_GRACE_SECONDS = 0
+    assert partitions.remove_unused() == [] and partitions.left_for_spark()
+    tasks.reap_expired_runs()
+    assert not partitions.left_for_spark()
+    kept = {p.location[len(location) + 1 :] for p in (legacy, latest)}
+    assert {f.rsplit("/", 1)[0] for f in files_under(local)} == kept
+    assert sorted(r.id for r in published(spark, table).collect()) == [0, 1, 2, batch]
 
 
 def test_a_step_writing_one_tables_batch_twice_is_refused_before_anything_is_written(chain, spark):
