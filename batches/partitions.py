@@ -262,27 +262,39 @@ def _reached_without_spark() -> Q:
     )
 
 
-def left_for_spark(now: datetime | None = None) -> bool:
-    """Whether unused partitions wait on a store only Hadoop reaches: removed by a worker
-    of the Spark queue (``batches.tasks.remove_unused_partitions``)."""
-    return unused(now).exclude(_reached_without_spark()).exists()
+def left_for_spark(now: datetime | None = None) -> list[Partition]:
+    """The unused partitions on a store only Hadoop reaches (at most as many as a pass
+    removes), with the step run that wrote them: a Spark worker removes them with its
+    session (``batches.tasks.remove_unused_partitions``)."""
+    waiting = unused(now).exclude(_reached_without_spark()).select_related("step_run__process")
+    return list(waiting.order_by("id")[:REMOVED_A_PASS])
 
 
-def remove_unused(now: datetime | None = None, spark: SparkSession | None = None) -> list[int]:
+# At most this many partitions' files a pass removes; the next pass goes on.
+REMOVED_A_PASS = 500
+
+
+def remove_unused(
+    now: datetime | None = None,
+    spark: SparkSession | None = None,
+    ids: Iterable[int] | None = None,
+) -> list[int]:
     """Remove the files of :func:`unused` partitions; returns the ids removed. Each
     partition's state is checked again as its files go (a conditional update), so that a
-    partition published since the listing is never removed. Without ``spark``, only those
-    on a local folder or S3; with it, those on every store, through its Hadoop FileSystem
-    where only Hadoop reaches (a Connect session cannot: :class:`stores.StoreUnreachable`,
-    before anything is claimed)."""
+    partition published since the listing is never removed. Without ``spark``, those on a
+    local folder or S3; with it, those of ``ids`` (:func:`left_for_spark`'s), through its
+    Hadoop FileSystem (a Connect session cannot: :class:`stores.StoreUnreachable`, before
+    anything is claimed)."""
     now = now or timezone.now()
     candidates = unused(now)
     if spark is None:
         candidates = candidates.filter(_reached_without_spark())
-    elif candidates.exclude(_reached_without_spark()).exists():
-        stores.HadoopStore(spark)
+    else:
+        candidates = candidates.filter(pk__in=list(ids or ()))
+        if candidates.exclude(_reached_without_spark()).exists():
+            stores.HadoopStore(spark)
     removed = []
-    for partition in candidates.select_related("table", "step_run").order_by("id")[:500]:
+    for partition in candidates.select_related("table", "step_run").order_by("id")[:REMOVED_A_PASS]:
         if partition.state == State.WRITTEN and not _discard_written(partition):
             continue
         claimed = Partition.objects.filter(

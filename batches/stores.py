@@ -160,8 +160,10 @@ class HadoopStore:
 
     def remove(self, location: str) -> None:
         fs, path = self._fs(location)
-        # False when the folder is gone already: no error.
-        fs.delete(path, True)
+        # False when the folder is gone already (no error), and on some stores when a file
+        # could not be deleted (RawLocalFileSystem on a permission error): then it is there.
+        if not fs.delete(path, True) and fs.exists(path):
+            raise OSError(f"{location}: Hadoop could not delete it")
 
 
 def _local(location: str) -> Path:

@@ -49,12 +49,12 @@ def read_preview(preview_id: int) -> str:
 
 
 @shared_task(name="batches.remove_unused_partitions")
-def remove_unused_partitions() -> list[int]:
-    """Remove the files of unused partitions with this worker's Spark session: those on a
-    store only Hadoop reaches too (queued by the reaper, on the Spark queue)."""
+def remove_unused_partitions(partition_ids: list[int]) -> list[int]:
+    """Remove the files of these unused partitions, on a store only Hadoop reaches, with
+    this worker's Spark session (queued by the reaper on the Spark queue that wrote them)."""
     from processes.step_kinds.spark_session import get_spark
 
-    removed = partitions.remove_unused(spark=get_spark())
+    removed = partitions.remove_unused(spark=get_spark(), ids=partition_ids)
     if removed:
         log.info("removed the files of unused partitions %s", removed)
     return removed

@@ -28,6 +28,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
+from batches import partitions
 from batches import queue as batch_queue
 from batches.models import BatchConsumpQueue, BatchState
 from bdre.errors import BdreError, Code
@@ -347,6 +348,18 @@ def queue_of(step: Process) -> str:
         return settings.BDRE_QUEUE
     named = step.property_value("run", "spark_queue")
     return named if named in settings.BDRE_SPARK_QUEUES else settings.BDRE_SPARK_QUEUE
+
+
+def removals_by_queue(now: datetime | None = None) -> dict[str, list[int]]:
+    """The unused partitions on a store only Hadoop reaches, by the Spark queue whose
+    sessions wrote them (their pool's connectors and credentials reach the store; a
+    partition adopted from before attempts: the default Spark queue)."""
+    found: dict[str, list[int]] = {}
+    for partition in partitions.left_for_spark(now):
+        run = partition.step_run
+        queue = settings.BDRE_SPARK_QUEUE if run is None else queue_of(run.process)
+        found.setdefault(queue, []).append(partition.pk)
+    return found
 
 
 # --- retry ---------------------------------------------------------------------------------

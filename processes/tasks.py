@@ -250,9 +250,12 @@ def reap_expired_runs() -> list[int]:
     removed = partitions.remove_unused()
     if removed:
         log.info("removed the files of unused partitions %s", removed)
-    # Those on a store only Hadoop reaches are a Spark worker's to remove, with its session.
-    if partitions.left_for_spark():
-        remove_unused_partitions.apply_async(queue=settings.BDRE_SPARK_QUEUE)
+    # Those on a store only Hadoop reaches are a Spark worker's to remove, with its session;
+    # a task the next tick queues again need not wait behind this one.
+    for queue, ids in orchestrator.removals_by_queue().items():
+        remove_unused_partitions.apply_async(
+            (ids,), queue=queue, expires=settings.BDRE_REAPER_SECONDS
+        )
     return reaped
 
 

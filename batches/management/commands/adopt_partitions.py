@@ -24,6 +24,7 @@ class Command(BaseCommand):
     def handle(self, *args: object, **options: object) -> None:
         total = 0
         spark: SparkSession | None = None
+        unreached = []
         for table in HiveTable.objects.exclude(batch_id_partition_col="").order_by("pk"):
             if spark is None and not stores.reached_without_spark(table.location):
                 from processes.step_kinds.spark_session import get_spark
@@ -32,9 +33,17 @@ class Command(BaseCommand):
             try:
                 adopted = partitions.adopt(table, spark=spark)
             except stores.StoreUnreachable as exc:
-                raise CommandError(f"{table}: {exc}") from None
+                # The other tables are adopted all the same; this one waits for a session
+                # that reaches its store.
+                self.stderr.write(f"{table}: not adopted: {exc}")
+                unreached.append(str(table))
+                continue
             total += len(adopted)
             if adopted:
                 batches = ", ".join(str(p.batch_id) for p in adopted)
                 self.stdout.write(f"{table}: adopted batch {batches}")
         self.stdout.write(f"{total} partition(s) adopted.")
+        if unreached:
+            raise CommandError(
+                f"not adopted, their store out of this session's reach: {', '.join(unreached)}"
+            )

@@ -226,6 +226,11 @@ def test_tables_on_a_store_only_hadoop_reaches_are_written_by_attempts(
         upstream=[feed],
     )
     job = build_job(team, "days", [step])
+    # Written from a pool of its own, whose sessions reach the store.
+    settings.BDRE_SPARK_QUEUES = [settings.BDRE_SPARK_QUEUE, "spark-hdfs"]
+    Property.objects.create(
+        process=job.steps.get(), config_group="run", key="spark_queue", value="spark-hdfs"
+    )
     assert orchestrator.run_job(feed.pk).succeeded
 
     write = DataFrameWriter.parquet
@@ -277,7 +282,8 @@ def test_tables_on_a_store_only_hadoop_reaches_are_written_by_attempts(
     # The reaper's own pass reaches no Hadoop store: a Spark worker's does, once the grace
     # is over, and leaves what readers see.
     settings.BDRE_PARTITION_GRACE_SECONDS = 0
-    assert partitions.remove_unused() == [] and partitions.left_for_spark()
+    assert partitions.remove_unused() == []
+    assert orchestrator.removals_by_queue() == {"spark-hdfs": [dead.pk, replaced.pk]}
     tasks.reap_expired_runs()
     assert not partitions.left_for_spark()
     kept = {p.location[len(location) + 1 :] for p in (legacy, latest)}
