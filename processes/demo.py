@@ -381,7 +381,8 @@ class DemoSummary:
             f"  invalid page rows:   {self.pages.get('bad_rows', 0)}",
             "                       (in default.pages, and default.pages_invalid with the "
             "reason of each)",
-            "  expectations:        (docs/quality.md: checked on each batch before it is written)",
+            "  expectations:        (docs/quality.md: checked on each batch before it is "
+            "published)",
             *(f"    {line}" for line in self.expectations),
             f"  days summed:         {', '.join(self.closed_days) or 'none yet'}",
             "                       (one row a day in default.daily_page_views, once the day "

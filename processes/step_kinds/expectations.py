@@ -1,6 +1,6 @@
 """Expectations on what a Spark step writes (docs/quality.md): rules declared per output table
-in the step's ``expect`` properties, checked in Spark on each batch the step writes, before a
-byte of it is written (``spark_io.write_batch``).
+in the step's ``expect`` properties, counted by Spark as the step writes each batch's attempt,
+before it is published (``spark_io.write_batch``).
 
 A rule is the property ``expect.<table>.<name>`` (``<table>`` as the step writes it, without
 its database), its value ``<action>: <rule>``:
@@ -21,9 +21,10 @@ its database), its value ``<action>: <rule>``:
 The action: ``warn`` counts the failures; ``drop`` (row rules) writes the failing rows to
 ``<table>_quarantine`` with the rules they failed, their text and the run, and the others to
 the table; ``fail`` fails the step naming the rule and its counts, and nothing of the batch
-is written, so nothing downstream runs on it. The rules of a table are computed in one pass
-over the batch's rows (a unique key takes a second pass over that cached frame, and a read of
-the key columns of the table's other batches)."""
+is published, so nothing downstream runs on it. The rules of a table are counted in the one
+pass that writes the batch (:func:`plan`, an observation of the write); a unique key reads
+the key columns of the rows written and of the table's other batches, and the quarantine is a
+second pass over the batch, made only when a drop rule took rows out."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ from bdre import sql_parse
 from processes.step_kinds import RefusedProperty
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, Row
+    from pyspark.sql import Column, DataFrame, Observation
 
 GROUP = "expect"
 ACTIONS = ("warn", "drop", "fail")
@@ -67,7 +68,7 @@ class RefusedExpectation(RefusedProperty):
 
 
 class ExpectationFailed(RuntimeError):
-    """A ``fail`` rule failed: the batch is not written; the message names the rules."""
+    """A ``fail`` rule failed: the batch is not published; the message names the rules."""
 
 
 @dataclass(frozen=True)
@@ -220,33 +221,47 @@ def in_spark(rules: list[Rule]) -> list[Rule]:
 
 
 @dataclass
+class Planned:
+    """A table's rules on the way to its write: the rows to write (those no drop rule took
+    out), which count every rule's numbers as Spark writes them (an ``Observation``: the
+    write is the one pass over the batch), and the batch with its rule flags, of which the
+    quarantine is made when a drop rule took rows out."""
+
+    rules: list[Rule]
+    kept: DataFrame
+    marked: DataFrame
+    flags: dict[str, str]
+    observation: Observation
+    dropping: Column | None  # true for a row a drop rule takes out; None: no drop rule
+
+
+@dataclass
 class Checked:
-    kept: DataFrame  # the rows to write
-    quarantine: DataFrame  # the dropped rows, with why (none without drop rules)
     results: list[dict[str, Any]]
     failed: list[str]  # the fail rules that failed, as the step's error says them
+    dropped: int  # rows a drop rule took out
 
 
-def apply(
-    df: DataFrame,
-    rules: list[Rule],
-    *,
-    run_id: int,
-    others: DataFrame | None,
-    history: Callable[[Rule], list[int]],
-) -> Checked:
-    """Check ``rules`` on the batch ``df``; ``others`` is the table's other batches (for a
-    unique key across them), None when it has none yet; ``history(rule)`` the rows of the
-    batches the rule was checked on before, latest first (for a volume rule)."""
+def plan(df: DataFrame, rules: list[Rule]) -> Planned:
+    """The batch ``df`` to write with ``rules`` counted on the way: write ``kept``, then
+    :func:`measure`."""
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     row_rules = [r for r in rules if r.kind == "row"]
     flags = {r.name: f"_ok_{i}" for i, r in enumerate(row_rules)}
     marked = df.select(
         "*", *[F.coalesce(F.expr(r.text), F.lit(False)).alias(flags[r.name]) for r in row_rules]
-    ).cache()
+    )
+    dropping = None
+    for rule in row_rules:
+        if rule.action == "drop":
+            fails = ~F.col(flags[rule.name])
+            dropping = fails if dropping is None else dropping | fails
     aggregates = [F.count(F.lit(1)).alias("_rows")]
     aggregates += [F.count_if(~F.col(flags[r.name])).alias(flags[r.name]) for r in row_rules]
+    if dropping is not None:
+        aggregates.append(F.count_if(dropping).alias("_dropped"))
     nulls = {r.columns[0] for r in rules if r.kind == "null_ratio"}
     aggregates += [F.count_if(F.col(c).isNull()).alias(f"_null_{c}") for c in sorted(nulls)]
     # An instant, as seconds since the epoch: the same whatever the session's time zone.
@@ -254,61 +269,94 @@ def apply(
     aggregates += [
         F.max(F.col(c).cast("timestamp").cast("long")).alias(f"_newest_{c}") for c in sorted(newest)
     ]
-    totals = marked.agg(*aggregates).first()
-    assert totals is not None  # an aggregate without groups has exactly one row
+    observation = Observation("expectations")
+    observed = marked.observe(observation, *aggregates)
+    kept = observed if dropping is None else observed.filter(~dropping)
+    return Planned(rules, kept.drop(*flags.values()), marked, flags, observation, dropping)
+
+
+def measure(
+    planned: Planned,
+    written: DataFrame,
+    *,
+    others: DataFrame | None,
+    history: Callable[[Rule], list[int]],
+) -> Checked:
+    """The rules' results once ``planned.kept`` is written (``written``: those rows as
+    written, read back): the numbers the write counted; a unique key on the rows written,
+    against ``others``, the table's other batches (None when it has none yet);
+    ``history(rule)`` the rows of the batches the rule was checked on before, latest first
+    (for a volume rule). Samples of failing rows: :func:`sample`."""
+    totals = planned.observation.get
     rows = int(totals["_rows"])
+    dropped = int(totals.get("_dropped") or 0)
     results = []
-    for rule in rules:
+    for rule in planned.rules:
         samples: list[dict[str, Any]] = []
         observed = ""
         if rule.kind == "row":
-            failed = int(totals[flags[rule.name]])
-            columns = [c for c in rule.columns if c in df.columns]
-            samples = _samples(marked.filter(~F.col(flags[rule.name])), columns, failed)
+            failed = int(totals[planned.flags[rule.name]])
             ok = not failed
         elif rule.kind == "unique":
-            failed, samples = _duplicates(marked, rule.columns, others)
-            ok = not failed
+            # Of the rows written: a row a drop rule took out is in no table's key.
+            failed, samples = _duplicates(written, rule.columns, others)
+            results.append(_result(rule, rows - dropped, failed, samples, "", ok=not failed))
+            continue
         else:
             # A rule of the whole batch fails an empty batch too (no rows to count as failed).
             ok, observed = _batch_holds(rule, rows, totals, history)
             failed = 0 if ok else rows
         results.append(_result(rule, rows, failed, samples, observed, ok=ok))
-    dropping = [flags[r.name] for r in row_rules if r.action == "drop"]
-    kept = marked
-    quarantine = df.limit(0).select(
-        *df.columns,
-        F.lit("").alias("failed_rules"),
-        F.lit("").alias("rule_text"),
-        F.lit(run_id).cast("long").alias("run_id"),
-    )
-    if dropping:
-        every = F.lit(True)
-        for flag in dropping:
-            every = every & F.col(flag)
-        kept = marked.filter(every)
-        why = [
-            F.when(~F.col(flags[r.name]), F.lit(r.name)) for r in row_rules if r.action == "drop"
-        ]
-        text = [
-            F.when(~F.col(flags[r.name]), F.lit(r.text)) for r in row_rules if r.action == "drop"
-        ]
-        quarantine = marked.filter(~every).select(
-            *df.columns,
-            F.concat_ws(", ", *why).alias("failed_rules"),
-            F.concat_ws("; ", *text).alias("rule_text"),
-            F.lit(run_id).cast("long").alias("run_id"),
-        )
     failing = [
         f"{r['table']}.{r['rule']} ({r['rule_text']}): {r['failed']} of {r['checked']} failed"
         for r in results
         if r["action"] == "fail" and not r["ok"]
     ]
-    return Checked(kept.drop(*flags.values()), quarantine, results, failing)
+    return Checked(results, failing, dropped)
+
+
+def quarantine(planned: Planned, run_id: int) -> DataFrame:
+    """The rows a drop rule took out, with the rules they failed, their text and the run (no
+    row without drop rules): a second pass over the batch, made when rows were dropped."""
+    from pyspark.sql import functions as F
+
+    columns = [c for c in planned.marked.columns if c not in planned.flags.values()]
+    if planned.dropping is None:
+        return planned.marked.limit(0).select(
+            *columns,
+            F.lit("").alias("failed_rules"),
+            F.lit("").alias("rule_text"),
+            F.lit(run_id).cast("long").alias("run_id"),
+        )
+    dropping = [r for r in planned.rules if r.kind == "row" and r.action == "drop"]
+    why = [F.when(~F.col(planned.flags[r.name]), F.lit(r.name)) for r in dropping]
+    text = [F.when(~F.col(planned.flags[r.name]), F.lit(r.text)) for r in dropping]
+    return planned.marked.filter(planned.dropping).select(
+        *columns,
+        F.concat_ws(", ", *why).alias("failed_rules"),
+        F.concat_ws("; ", *text).alias("rule_text"),
+        F.lit(run_id).cast("long").alias("run_id"),
+    )
+
+
+def sample(checked: Checked, rules: list[Rule], written: list[DataFrame]) -> None:
+    """A few failing rows (the columns each row rule reads) of each row rule that failed,
+    found in what was written: the table's rows, and the quarantine's."""
+    from pyspark.sql import functions as F
+
+    by_name = {r.name: r for r in rules}
+    for result in checked.results:
+        rule = by_name[result["rule"]]
+        if rule.kind != "row" or not result["failed"]:
+            continue
+        for rows in written:
+            columns = [c for c in rule.columns if c in rows.columns]
+            failing = rows.filter(~F.coalesce(F.expr(rule.text), F.lit(False)))
+            result["samples"] += _samples(failing, columns, SAMPLES - len(result["samples"]))
 
 
 def _batch_holds(
-    rule: Rule, rows: int, totals: Row, history: Callable[[Rule], list[int]]
+    rule: Rule, rows: int, totals: Mapping[str, Any], history: Callable[[Rule], list[int]]
 ) -> tuple[bool, str]:
     """Whether a rule of the whole batch holds (its rows then pass or fail together), and
     what was seen."""
@@ -358,10 +406,10 @@ def _result(
     }
 
 
-def _samples(failing: DataFrame, columns: list[str], failed: int) -> list[dict[str, Any]]:
-    if not failed or not columns:
+def _samples(failing: DataFrame, columns: list[str], wanted: int) -> list[dict[str, Any]]:
+    if wanted <= 0 or not columns:
         return []
-    return [_plain(row.asDict()) for row in failing.select(*columns).limit(SAMPLES).collect()]
+    return [_plain(row.asDict()) for row in failing.select(*columns).limit(wanted).collect()]
 
 
 def is_failure(result: Mapping[str, Any]) -> bool:
@@ -380,13 +428,13 @@ def described(result: Mapping[str, Any]) -> str:
 
 
 def _duplicates(
-    marked: DataFrame, key: tuple[str, ...], others: DataFrame | None
+    written: DataFrame, key: tuple[str, ...], others: DataFrame | None
 ) -> tuple[int, list[dict[str, Any]]]:
-    """The rows of the batch whose key another row of the batch or of the table's other
-    batches has, and a few of those keys."""
+    """The rows written of the batch whose key another row of the batch or of the table's
+    other batches has, and a few of those keys."""
     from pyspark.sql import functions as F
 
-    counted = marked.groupBy(*key).agg(F.count(F.lit(1)).alias("_n"))
+    counted = written.groupBy(*key).agg(F.count(F.lit(1)).alias("_n"))
     if others is not None:
         taken = others.select(*key).distinct().withColumn("_taken", F.lit(True))
         counted = counted.join(taken, list(key), "left")

@@ -114,8 +114,9 @@ def write_batch(
     overwrite with no rows touches no partition and left them).
 
     Unless ``checked`` is False (the quarantine's own write), the step's expectations on
-    ``table`` are checked first (:func:`_expected`): a failed ``fail`` rule leaves the
-    partition as it was."""
+    ``table`` are counted as the partition is written, the write being the one pass over
+    the batch (:func:`_planned`, :func:`_audited`): a failed ``fail`` rule fails the step,
+    so that its attempt is never published (the reaper removes it)."""
     written = f"{database}.{table}"
     if written in context.outputs:
         raise PartitionWrittenTwice(
@@ -130,8 +131,9 @@ def write_batch(
     # never be removed.
     stores.of(destination.location, spark)
     df = df.drop(BATCH_COLUMN)
-    if checked:
-        df = _expected(df, context, database, table, destination)
+    planned, held = _planned(df, context, database, table) if checked else (None, False)
+    if planned is not None:
+        df = planned.kept
     # The attempt's own folder (its step run's): what readers see now is not touched until
     # the job publishes this one in its place (batches.partitions).
     registered_table = tables.register_written(
@@ -160,61 +162,70 @@ def write_batch(
     record(rows=None, size=None)
     df.write.mode("overwrite").parquet(spark_path(attempt))
     context.record_output(written)
+    rows = spark.read.parquet(spark_path(attempt))
+    failed = ""
+    if planned is not None:
+        failed = _audited(planned, held, rows, context, database, table, destination)
     record(
-        rows=spark.read.parquet(spark_path(attempt)).count(),
+        rows=rows.count(),
         size=partitions.size_of(attempt, spark),
         checks=[
             c for c in context.checks if (c.get("database"), c.get("table")) == (database, table)
         ],
     )
+    if failed:
+        raise expectations.ExpectationFailed(
+            f"batch {context.target_batch_id} of {written} is not published: {failed}"
+        )
     return registered_table
 
 
-def _expected(
-    df: DataFrame,
+def _planned(
+    df: DataFrame, context: StepContext, database: str, table: str
+) -> tuple[expectations.Planned | None, bool]:
+    """The step's expectations on ``table`` planned on the batch ``df`` (None: it declares
+    none), and whether the table has a quarantine already: written once a rule has dropped a
+    row of the table, from then on with every batch (empty when nothing is dropped, or no
+    rule drops any more), so that a rebuilt batch (a fixed rule or input, replayed) replaces
+    its quarantined rows."""
+    declared = expectations.rules_of(context.properties(expectations.GROUP))
+    rules = [r for r in expectations.in_spark(declared) if r.table.lower() == table.lower()]
+    held = (
+        tables.own_tables(team_of(context))
+        .filter(
+            dbname__iexact=database,
+            table_name__iexact=table + expectations.QUARANTINE_SUFFIX,
+        )
+        .exists()
+    )
+    planned = expectations.plan(df, rules) if rules or held else None
+    return planned, held
+
+
+def _audited(
+    planned: expectations.Planned,
+    held: bool,
+    rows: DataFrame,
     context: StepContext,
     database: str,
     table: str,
     destination: tables.Destination,
-) -> DataFrame:
-    """The rows of the batch to write once the step's expectations on ``table`` are checked
-    (processes/step_kinds/expectations.py): the results kept on the run, the rows a drop rule
-    took out in ``<table>_quarantine``; a failed fail rule fails the step before a byte of
-    the batch is written."""
-    declared = expectations.rules_of(context.properties(expectations.GROUP))
-    rules = [r for r in expectations.in_spark(declared) if r.table.lower() == table.lower()]
-    quarantine = table + expectations.QUARANTINE_SUFFIX
-    # Written once a rule has dropped a row of the table; from then on with every batch (empty
-    # when nothing is dropped, or no rule drops any more), so that a rebuilt batch (a fixed
-    # rule or input, replayed) replaces its quarantined rows.
-    held = (
-        tables.own_tables(team_of(context))
-        .filter(dbname__iexact=database, table_name__iexact=quarantine)
-        .exists()
-    )
-    if not rules and not held:
-        return df
-    checked = expectations.apply(
-        df,
-        rules,
-        run_id=context.step_run_id,
-        others=_other_batches(df, context, destination),
+) -> str:
+    """The rules' results once the partition is written (``rows``: as written), kept on the
+    run with a few failing rows each, and the rows a drop rule took out written to
+    ``<table>_quarantine``; the failed ``fail`` rules as the step's error says them (then
+    nothing more is written: the batch is not published)."""
+    checked = expectations.measure(
+        planned,
+        rows,
+        others=_other_batches(rows, context, destination),
         history=partial(_rows_before, context, database),
     )
-    results = [{"database": database, **result} for result in checked.results]
-    context.record_checks(results)
-    for result in results:
-        if expectations.is_failure(result):
-            context.log("expect.failed", expectations.described(result), "quality")
-    if checked.failed:
-        raise expectations.ExpectationFailed(
-            f"batch {context.target_batch_id} of {database}.{table} is not written: "
-            + "; ".join(checked.failed)
-        )
-    dropped = sum(r["failed"] for r in checked.results if r["action"] == "drop")
-    if dropped or held:
-        write_batch(
-            checked.quarantine,
+    found_in = [rows]
+    if not checked.failed and (checked.dropped or held):
+        quarantine = table + expectations.QUARANTINE_SUFFIX
+        held_table = write_batch(
+            expectations.quarantine(planned, context.step_run_id),
             context,
             database,
             quarantine,
@@ -222,7 +233,18 @@ def _expected(
             checked=False,
         )
         context.quarantined.append((f"{database}.{table}", f"{database}.{quarantine}"))
-    return checked.kept
+        if checked.dropped:
+            held_rows = partitions.attempt_location(
+                held_table, context.target_batch_id, context.step_run_id
+            )
+            found_in.append(rows.sparkSession.read.parquet(spark_path(held_rows)))
+    expectations.sample(checked, planned.rules, found_in)
+    results = [{"database": database, **result} for result in checked.results]
+    context.record_checks(results)
+    for result in results:
+        if expectations.is_failure(result):
+            context.log("expect.failed", expectations.described(result), "quality")
+    return "; ".join(checked.failed)
 
 
 def _rows_before(context: StepContext, database: str, rule: expectations.Rule) -> list[int]:

@@ -1,7 +1,7 @@
 """Expectations on what a Spark step writes (processes/step_kinds/expectations.py): what
 registration refuses, then rules checked on a batch as a step writes it: counted (warn),
-taken out to the quarantine table (drop), or failing the step before the batch is written
-(fail), with the results kept on the run."""
+taken out to the quarantine table (drop), or failing the step so that its batch is never
+published (fail), with the results kept on the run."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from django.core.exceptions import ValidationError
 
+from batches import partitions
 from batches.models import HiveTable, Partition
 from lineage.models import LineageRelation
 from processes import orchestrator, replay
@@ -83,6 +84,14 @@ def test_rules_parse_into_row_and_batch_rules():
     assert (rules[3].low, rules[3].high) == (1, None)
 
 
+def measured(batch, rules, history):
+    """The rules' results on ``batch``, counted as ``write_batch`` counts them: on the way
+    through the pass that writes it (here a collect)."""
+    planned = expectations.plan(batch, rules)
+    planned.kept.collect()
+    return expectations.measure(planned, planned.kept, others=None, history=history)
+
+
 def test_the_rules_of_a_whole_batch_say_what_they_saw(spark):
     now = datetime.now(UTC)
     batch = spark.createDataFrame(
@@ -100,9 +109,7 @@ def test_the_rules_of_a_whole_batch_say_what_they_saw(spark):
         }
     )
     seen = {}
-    checked = expectations.apply(
-        batch, rules, run_id=1, others=None, history=lambda rule: seen.get(rule.name, [4, 3, 1])
-    )
+    checked = measured(batch, rules, lambda rule: seen.get(rule.name, [4, 3, 1]))
     results = {r["rule"]: (r["passed"], r["failed"], r["observed"]) for r in checked.results}
     assert results == {
         "sized": (0, 2, "2 rows"),
@@ -114,15 +121,11 @@ def test_the_rules_of_a_whole_batch_say_what_they_saw(spark):
     }
     assert checked.failed == []  # the fail rule held
     # An empty batch fails a minimum all the same, with no row to count.
-    empty = expectations.apply(
-        batch.limit(0), rules[3:4], run_id=3, others=None, history=lambda rule: []
-    )
+    empty = measured(batch.limit(0), rules[3:4], lambda rule: [])
     assert [(r["rule"], r["ok"], r["failed"]) for r in empty.results] == [("sized", False, 0)]
     seen["steady"] = []
     steady = [r for r in rules if r.name == "steady"]
-    again = expectations.apply(
-        batch, steady, run_id=2, others=None, history=lambda rule: seen[rule.name]
-    )
+    again = measured(batch, steady, lambda rule: seen[rule.name])
     assert again.results[0]["observed"] == "no earlier batch to compare with"
 
 
@@ -192,12 +195,11 @@ def test_warn_counts_drop_quarantines_and_the_run_keeps_every_result(team, order
     assert {k: (r["checked"], r["passed"], r["failed"]) for k, r in results.items()} == {
         "positive": (4, 3, 1),
         "has_email": (4, 3, 1),
-        "one_each": (4, 2, 2),
+        "one_each": (3, 3, 0),  # of the rows written: the -1.0 row is in no key
         "some": (4, 4, 0),
     }
     assert results["positive"]["samples"] == [{"amount": -1.0}]
     assert results["has_email"]["samples"] == [{"email": None}]
-    assert results["one_each"]["samples"] == [{"id": 3}]
     assert results["some"]["action"] == "fail" and results["positive"]["kind"] == "row"
     # The quarantine's lineage: its rows come from where the table's came from.
     held = LineageRelation.objects.get(
@@ -209,17 +211,22 @@ def test_warn_counts_drop_quarantines_and_the_run_keeps_every_result(team, order
     )
 
 
-def test_a_failed_fail_rule_writes_nothing_and_names_the_rule(team, orders, spark):
+def test_a_failed_fail_rule_publishes_nothing_and_names_the_rule(team, orders, spark):
     run = report_on(
         team, orders, "lake.unique_orders", {"unique_orders.one_each": "fail: unique(id)"}
     )
     assert not run.succeeded
     step_run = InstanceExec.objects.get(process__name="report_sql")
-    assert "batch" in step_run.error and "is not written" in step_run.error
+    assert "batch" in step_run.error and "is not published" in step_run.error
     assert "unique_orders.one_each (unique(id)): 2 of 4 failed" in step_run.error
-    assert step_run.checks[0]["failed"] == 2
-    table = HiveTable.objects.filter(table_name="unique_orders").first()
-    assert table is None or not list(Path(table.location).glob("batch_id=*"))
+    assert [(c["failed"], c["samples"]) for c in step_run.checks] == [(2, [{"id": 3}])]
+    # Written by the attempt that counted the rules, seen by nobody, removed by the reaper.
+    table = HiveTable.objects.get(table_name="unique_orders")
+    (attempt,) = Partition.objects.filter(table=table)
+    assert attempt.state == Partition.State.WRITTEN and attempt.step_run_id == step_run.pk
+    assert published(spark, table.location).count() == 0
+    assert partitions.remove_unused() == [attempt.pk]
+    assert not Path(attempt.location).exists()
 
 
 def test_after_a_fixed_rule_a_replayed_batch_publishes_the_rows_its_quarantine_held(
