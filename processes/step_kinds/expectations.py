@@ -33,7 +33,7 @@ import statistics
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -245,7 +245,6 @@ class Checked:
 def plan(df: DataFrame, rules: list[Rule]) -> Planned:
     """The batch ``df`` to write with ``rules`` counted on the way: write ``kept``, then
     :func:`measure`."""
-    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     row_rules = [r for r in rules if r.kind == "row"]
@@ -269,10 +268,24 @@ def plan(df: DataFrame, rules: list[Rule]) -> Planned:
     aggregates += [
         F.max(F.col(c).cast("timestamp").cast("long")).alias(f"_newest_{c}") for c in sorted(newest)
     ]
-    observation = Observation("expectations")
+    # Unnamed: a name of its own (a UUID), which no other observation in the plan has.
+    observation = _observation(df)
     observed = marked.observe(observation, *aggregates)
     kept = observed if dropping is None else observed.filter(~dropping)
     return Planned(rules, kept.drop(*flags.values()), marked, flags, observation, dropping)
+
+
+def _observation(df: DataFrame) -> Observation:
+    """An observation of the kind ``df``'s session takes: a Spark Connect client's, or a
+    classic session's (pyspark picks by the process's mode, which a process with both does
+    not tell)."""
+    if type(df).__module__.startswith("pyspark.sql.connect"):
+        from pyspark.sql.connect.observation import Observation as ConnectObservation
+
+        return cast("Observation", ConnectObservation())
+    from pyspark.sql import Observation
+
+    return Observation()
 
 
 def measure(
