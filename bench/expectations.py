@@ -81,7 +81,7 @@ def child(events: int) -> dict:
         written = spark.read.parquet(str(out / "checked"))
         result = expectations.measure(planned, written, others=None, history=lambda r: history)
         assert not result.dropped  # else write_batch writes the quarantine: a second pass
-        expectations.sample(result, rules, [written])
+        expectations.sample(result, rules, written, None)
         return {r["rule"]: r["failed"] for r in result.results}
 
     spark.read.text(str(path)).count()  # the JVM and the page cache warm for both

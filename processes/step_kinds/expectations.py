@@ -61,6 +61,14 @@ ACCOUNTING = re.compile(r"accounting\(\s*\)", re.I)
 BATCH_WORDS = re.compile(r"(unique|rows|null_ratio|freshness|volume|accounting)\s*\(", re.I)
 SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_HISTORY = 1000  # batches a volume rule may compare with
+# Functions whose answer changes from one read of a row to the next (the time, chance, where
+# Spark runs it): a row rule with one could drop a row in the write and keep it out of its
+# quarantine, or put it in both.
+VOLATILE = {
+    "current_date", "current_timestamp", "curdate", "localtimestamp", "now", "rand", "randn",
+    "random", "shuffle", "uuid", "spark_partition_id", "monotonically_increasing_id",
+    "unix_timestamp", "current_timezone",
+}  # fmt: skip
 
 
 class RefusedExpectation(RefusedProperty):
@@ -188,6 +196,17 @@ def _row_columns(key: str, body: str) -> tuple[str, ...]:
             f"expect.{key}: a row rule reads the row alone: no query, aggregate or window "
             f"(a batch rule checks the whole batch: unique(...), rows(...), null_ratio(...))"
         )
+    called = {
+        (n.name if isinstance(n, exp.Anonymous) else n.sql_name()).lower()
+        for n in where.this.find_all(exp.Func)
+    }
+    if called & VOLATILE:
+        raise RefusedExpectation(
+            f"expect.{key}: a row rule gives the same answer each time a row is read (it is "
+            "read as the batch is written, and again for its quarantine and its failing "
+            f"rows): no {', '.join(sorted(called & VOLATILE))}; compare with a column, or "
+            "check a timestamp with freshness(<column>) <= <age>"
+        )
     # The top-level column a name reads (``contexts`` of ``contexts.page_type``); a lambda's
     # variable is among them too, and is left out where the batch has no such column.
     return tuple(sorted({c.table or c.name for c in where.this.find_all(exp.Column)}))
@@ -257,16 +276,23 @@ def plan(df: DataFrame, rules: list[Rule]) -> Planned:
         if rule.action == "drop":
             fails = ~F.col(flags[rule.name])
             dropping = fails if dropping is None else dropping | fails
+    # A row rule is checked on every row of the batch; a rule of the whole batch on the
+    # rows written (those no drop rule took out).
     aggregates = [F.count(F.lit(1)).alias("_rows")]
     aggregates += [F.count_if(~F.col(flags[r.name])).alias(flags[r.name]) for r in row_rules]
+    written = F.lit(True)
     if dropping is not None:
         aggregates.append(F.count_if(dropping).alias("_dropped"))
+        written = ~dropping
     nulls = {r.columns[0] for r in rules if r.kind == "null_ratio"}
-    aggregates += [F.count_if(F.col(c).isNull()).alias(f"_null_{c}") for c in sorted(nulls)]
+    aggregates += [
+        F.count_if(written & F.col(c).isNull()).alias(f"_null_{c}") for c in sorted(nulls)
+    ]
     # An instant, as seconds since the epoch: the same whatever the session's time zone.
     newest = {r.columns[0] for r in rules if r.kind == "freshness"}
     aggregates += [
-        F.max(F.col(c).cast("timestamp").cast("long")).alias(f"_newest_{c}") for c in sorted(newest)
+        F.max(F.when(written, F.col(c).cast("timestamp").cast("long"))).alias(f"_newest_{c}")
+        for c in sorted(newest)
     ]
     # Unnamed: a name of its own (a UUID), which no other observation in the plan has.
     observation = _observation(df)
@@ -301,6 +327,12 @@ def measure(
     ``history(rule)`` the rows of the batches the rule was checked on before, latest first
     (for a volume rule). Samples of failing rows: :func:`sample`."""
     totals = planned.observation.get
+    if "_rows" not in totals:
+        # Spark completes an observation it found no numbers for as empty.
+        raise RuntimeError(
+            "Spark returned no counts of the expectations from the write: the batch is not "
+            "published (see the worker's log)"
+        )
     rows = int(totals["_rows"])
     dropped = int(totals.get("_dropped") or 0)
     results = []
@@ -310,16 +342,19 @@ def measure(
         if rule.kind == "row":
             failed = int(totals[planned.flags[rule.name]])
             ok = not failed
-        elif rule.kind == "unique":
-            # Of the rows written: a row a drop rule took out is in no table's key.
-            failed, samples = _duplicates(written, rule.columns, others)
-            results.append(_result(rule, rows - dropped, failed, samples, "", ok=not failed))
+            results.append(_result(rule, rows, failed, samples, observed, ok=ok))
             continue
+        # A rule of the whole batch judges the rows written: a row a drop rule took out is in
+        # no key and no count of the table.
+        kept = rows - dropped
+        if rule.kind == "unique":
+            failed, samples = _duplicates(written, rule.columns, others)
+            ok = not failed
         else:
             # A rule of the whole batch fails an empty batch too (no rows to count as failed).
-            ok, observed = _batch_holds(rule, rows, totals, history)
-            failed = 0 if ok else rows
-        results.append(_result(rule, rows, failed, samples, observed, ok=ok))
+            ok, observed = _batch_holds(rule, kept, totals, history)
+            failed = 0 if ok else kept
+        results.append(_result(rule, kept, failed, samples, observed, ok=ok))
     failing = [
         f"{r['table']}.{r['rule']} ({r['rule_text']}): {r['failed']} of {r['checked']} failed"
         for r in results
@@ -328,13 +363,14 @@ def measure(
     return Checked(results, failing, dropped)
 
 
-def quarantine(planned: Planned, run_id: int) -> DataFrame:
-    """The rows a drop rule took out, with the rules they failed, their text and the run (no
-    row without drop rules): a second pass over the batch, made when rows were dropped."""
+def quarantine(planned: Planned, checked: Checked, run_id: int) -> DataFrame:
+    """The rows a drop rule took out, with the rules they failed, their text and the run: a
+    second pass over the batch when the write counted rows dropped, else no row (and no
+    pass: Spark answers an empty frame without reading)."""
     from pyspark.sql import functions as F
 
     columns = [c for c in planned.marked.columns if c not in planned.flags.values()]
-    if planned.dropping is None:
+    if planned.dropping is None or not checked.dropped:
         return planned.marked.limit(0).select(
             *columns,
             F.lit("").alias("failed_rules"),
@@ -352,9 +388,10 @@ def quarantine(planned: Planned, run_id: int) -> DataFrame:
     )
 
 
-def sample(checked: Checked, rules: list[Rule], written: list[DataFrame]) -> None:
+def sample(checked: Checked, rules: list[Rule], written: DataFrame, held: DataFrame | None) -> None:
     """A few failing rows (the columns each row rule reads) of each row rule that failed,
-    found in what was written: the table's rows, and the quarantine's."""
+    found in what was written: a drop rule's in the quarantine ``held`` (None: not written),
+    another's in the table's rows ``written``, then in the quarantine."""
     from pyspark.sql import functions as F
 
     by_name = {r.name: r for r in rules}
@@ -362,7 +399,9 @@ def sample(checked: Checked, rules: list[Rule], written: list[DataFrame]) -> Non
         rule = by_name[result["rule"]]
         if rule.kind != "row" or not result["failed"]:
             continue
-        for rows in written:
+        found_in = [written] if rule.action != "drop" else []
+        found_in += [held] if held is not None else []
+        for rows in found_in:
             columns = [c for c in rule.columns if c in rows.columns]
             failing = rows.filter(~F.coalesce(F.expr(rule.text), F.lit(False)))
             result["samples"] += _samples(failing, columns, SAMPLES - len(result["samples"]))

@@ -51,6 +51,8 @@ pytestmark = pytest.mark.django_db
         ("totals.steady", "fail: volume(10, 0.5)", "within a factor of 1 or more"),
         ("totals.adds_up", "drop: accounting()", "its action is warn or fail"),
         ("totals.adds_up", "fail: accounting()", "accounting() checks a step that counts"),
+        ("totals.recent", "drop: at <= current_timestamp()", "no current_timestamp;"),
+        ("totals.coin", "warn: rand() > 0.5 OR uuid() = id", "no rand, uuid;"),
     ],
 )
 def test_a_bad_rule_is_refused_at_registration_with_what_to_write(team, key, value, says):
@@ -195,8 +197,9 @@ def test_warn_counts_drop_quarantines_and_the_run_keeps_every_result(team, order
     assert {k: (r["checked"], r["passed"], r["failed"]) for k, r in results.items()} == {
         "positive": (4, 3, 1),
         "has_email": (4, 3, 1),
-        "one_each": (3, 3, 0),  # of the rows written: the -1.0 row is in no key
-        "some": (4, 4, 0),
+        # Rules of the whole batch judge the rows written: the -1.0 row is in no key, no count.
+        "one_each": (3, 3, 0),
+        "some": (3, 3, 0),
     }
     assert results["positive"]["samples"] == [{"amount": -1.0}]
     assert results["has_email"]["samples"] == [{"email": None}]
@@ -227,6 +230,27 @@ def test_a_failed_fail_rule_publishes_nothing_and_names_the_rule(team, orders, s
     assert published(spark, table.location).count() == 0
     assert partitions.remove_unused() == [attempt.pk]
     assert not Path(attempt.location).exists()
+
+
+def test_a_quarantine_that_is_not_what_the_write_dropped_fails_the_batch(
+    team, orders, spark, monkeypatch
+):
+    """The quarantine is a second pass over the step's rows: rows that changed between the
+    two passes would be lost or doubled, so the batch is not published."""
+    real = expectations.quarantine
+
+    def changed(planned, checked, run_id):  # the step's input rewritten meanwhile
+        rows = real(planned, checked, run_id)
+        return rows.union(rows)
+
+    monkeypatch.setattr(expectations, "quarantine", changed)
+    run = report_on(
+        team, orders, "lake.clean_orders", {"clean_orders.positive": "drop: amount >= 0"}
+    )
+    assert not run.succeeded
+    assert "lake.clean_orders_quarantine holds 2 rows where the drop rules took 1" in run.error
+    for name in ("clean_orders", "clean_orders_quarantine"):
+        assert published(spark, HiveTable.objects.get(table_name=name).location).count() == 0
 
 
 def test_after_a_fixed_rule_a_replayed_batch_publishes_the_rows_its_quarantine_held(
