@@ -226,7 +226,7 @@ def _discard_written(partition: Partition) -> bool:
             # In the order a requeue and init_job take them: the job's row, then the queue
             # rows by id (two orders could deadlock on PostgreSQL).
             job_id = Process.objects.filter(pk=run.process_id).values_list("parent_id", flat=True)
-            list(Process.objects.select_for_update().filter(pk__in=job_id))
+            list(Process.objects.select_for_update(no_key=True).filter(pk__in=job_id))
             states = set(
                 BatchConsumpQueue.objects.select_for_update()
                 .filter(target_batch_id=partition.batch_id)

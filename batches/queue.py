@@ -207,7 +207,7 @@ def _locked_row(queue_id: int) -> BatchConsumpQueue:
     for that step to be started again)."""
     job_id = Queue.objects.filter(pk=queue_id).values_list("process__parent_id", flat=True).first()
     if job_id is not None:
-        Process.objects.select_for_update().filter(pk=job_id).first()
+        Process.objects.select_for_update(no_key=True).filter(pk=job_id).first()
     row = Queue.objects.select_for_update().filter(pk=queue_id).first()
     if row is None:
         raise BdreError(Code.UNKNOWN_ROW, f"queue row {queue_id} does not exist")

@@ -67,7 +67,7 @@ def close_due_days(now: datetime | None = None) -> list[int]:
     for job_id in jobs.values_list("pk", flat=True):
         with transaction.atomic():
             # The lifecycle's lock: a close never interleaves with the job's own halt_job.
-            job = Process.objects.select_for_update().get(pk=job_id)
+            job = Process.objects.select_for_update(no_key=True).get(pk=job_id)
             grace = grace_of(job)
             if grace is None:
                 continue

@@ -68,7 +68,7 @@ def _lock_step(sub_process_id: int) -> tuple[Process, Process]:
     if step is None:
         raise BdreError(Code.INVALID_SUB_PROCESS, f"{sub_process_id} is not a live step")
     assert step.parent_id is not None  # filtered on parent__isnull=False
-    job = Process.objects.select_for_update().get(pk=step.parent_id)
+    job = Process.objects.select_for_update(no_key=True).get(pk=step.parent_id)
     return job, step
 
 
@@ -553,7 +553,7 @@ def _reap_one(run_id: int, now: datetime) -> bool:
     run = InstanceExec.objects.select_related("process").get(pk=run_id)
     job_id = run.process.parent_id or run.process_id
     # The job's row lock orders the reaper with every other call on the job.
-    job = Process.objects.select_for_update().get(pk=job_id)
+    job = Process.objects.select_for_update(no_key=True).get(pk=job_id)
     error = f"lease expired at {run.lease_expires_at or 'unknown'}; reaped at {now}"
     # The expiry is part of the update itself: a heartbeat that renewed the lease since the
     # scan (it does not take the job lock) wins, and the run is left alone.

@@ -196,10 +196,14 @@ class ProcessQuerySet(models.QuerySet["Process"]):
         return self.filter(parent__isnull=True)
 
     def get_live_job(self, pk: int, *, lock: bool = False) -> Process:
-        """The live job ``pk``, its row locked (``SELECT ... FOR UPDATE``) with ``lock``;
-        else 102, whether the id is a step's, a deleted job's or no process's."""
+        """The live job ``pk``, its row locked with ``lock``; else 102, whether the id is a
+        step's, a deleted job's or no process's. The lock (as every lock of a job's row) is
+        ``FOR NO KEY UPDATE``: a mutex of the calls on the job that leaves free the inserts
+        of rows referencing it, whose foreign-key checks take ``KEY SHARE`` (``FOR UPDATE``
+        blocked them, and a step's transaction waiting so deadlocked with the lock's holder
+        waiting for that step's rows)."""
         found = self.live().jobs().filter(pk=pk)
-        job = (found.select_for_update() if lock else found).first()
+        job = (found.select_for_update(no_key=True) if lock else found).first()
         if job is None:
             raise BdreError(Code.INVALID_PARENT_PROCESS, f"{pk} is not a live job (parent process)")
         return job

@@ -325,7 +325,9 @@ def put_back(
     are being rebuilt already."""
     # The jobs' rows first, as init_job locks them, then the queue rows.
     jobs = list(
-        Process.objects.select_for_update().filter(pk__in=plan.jobs_to_start).order_by("pk")
+        Process.objects.select_for_update(no_key=True)
+        .filter(pk__in=plan.jobs_to_start)
+        .order_by("pk")
     )
     rows = batch_queue.restore_claims(plan.first, now=timezone.now())
     if rows == 0:

@@ -102,7 +102,7 @@ def start(
     if not any(f.new for f in found):
         return _quiet(job, found, NOTHING_NEW, _nothing_new(found), None)
     with transaction.atomic():
-        Process.objects.select_for_update().filter(pk=job_id).first()  # init_job's lock
+        Process.objects.select_for_update(no_key=True).filter(pk=job_id).first()  # init_job's lock
         meanwhile = (
             InstanceExec.objects.filter(process_id=job_id, pk__gt=watermark)
             .order_by("id")

@@ -86,7 +86,7 @@ def edit_job(job_id: int, edit: JobEdit) -> Process:
     removed one's name), then add the new steps, each after the steps it names (none: after
     the steps that are last then), and link the job to its first steps. A running job may be
     edited, as through the API, but not lose a step (``delete_process``: a Conflict)."""
-    job = Process.objects.select_for_update().live().jobs().filter(pk=job_id).first()
+    job = Process.objects.select_for_update(no_key=True).live().jobs().filter(pk=job_id).first()
     if job is None:  # deleted since the page was loaded
         raise Conflict("This job was deleted meanwhile: nothing was saved.")
     was = (job.max_retries, job.lease_seconds)

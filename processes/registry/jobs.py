@@ -344,7 +344,7 @@ def create_process(changes: ProcessChanges) -> Process:
 def update_process(process_id: int, changes: ProcessChanges) -> Process:
     team_now = Process.objects.filter(pk=process_id).values_list("bus_domain__team", flat=True)
     lock_teams(team_now.first(), changes.bus_domain.team_id)
-    process = Process.objects.select_for_update().get(pk=process_id, deleted=False)
+    process = Process.objects.select_for_update(no_key=True).get(pk=process_id, deleted=False)
     _check_process(process, changes)
     moved = process.bus_domain_id != changes.bus_domain.pk
     retyped = process.process_type_id != changes.process_type.pk
@@ -386,7 +386,7 @@ def update_process(process_id: int, changes: ProcessChanges) -> Process:
 def delete_process(process_id: int) -> None:
     """Mark a job and its steps deleted (their runs, batches and lineage stay), or a single
     step, whose predecessors are linked to its successors so the workflow stays whole."""
-    process = Process.objects.select_for_update().get(pk=process_id, deleted=False)
+    process = Process.objects.select_for_update(no_key=True).get(pk=process_id, deleted=False)
     job = process.parent if process.parent is not None else process
     if job.runs.filter(exec_state_id=ExecState.RUNNING).exists():
         raise Conflict(f"{job.name} is running: terminate it first.")

@@ -20,7 +20,7 @@ from django.utils import timezone
 from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState
 from bdre.errors import BdreError, Code
 from processes import lifecycle
-from processes.models import ExecState, InstanceExec, Trigger
+from processes.models import ExecState, InstanceExec, Process, Trigger
 from tests.helpers.concurrency import FORK, in_children
 from tests.helpers.lifecycle import steps_of
 
@@ -211,3 +211,47 @@ def test_a_pause_committed_while_a_scheduled_run_waits_for_the_job_holds_that_ru
     assert [child.exitcode for child in children] == [0, 0]
     assert outcome == Code.JOB_PAUSED
     assert not InstanceExec.objects.filter(process=job).exists()
+
+
+def _locks_the_job_until(job_id: int, locked, release) -> None:
+    """Hold the job's row lock as a trigger's run start does (``init_job``)."""
+    connections.close_all()
+    try:
+        with transaction.atomic():
+            Process.objects.get_live_job(job_id, lock=True)
+            locked.set()
+            assert release.wait(60)
+    finally:
+        connections.close_all()
+
+
+@pytest.mark.postgres
+def test_a_run_row_is_written_while_another_trigger_holds_the_jobs_lock(make_job):
+    """A step's transaction inserts rows that reference the job (its runs, files, queue
+    rows: a foreign-key check takes a KEY SHARE lock on the job's row) while a second trigger
+    holds the job's lock and waits for a row that transaction holds. As FOR UPDATE, the
+    job's lock blocked the insert: the two deadlocked (PostgreSQL killed the scan of
+    tests/processes/test_scan_gate.py's parallel triggers). The lock is a mutex of the
+    lifecycle's own calls, not of the rows that reference the job: FOR NO KEY UPDATE."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("needs DATABASE_URL=postgres://...")
+    job = make_job("locked-meanwhile")
+    locked, release = FORK.Event(), FORK.Event()
+    connections.close_all()
+    holder = FORK.Process(target=_locks_the_job_until, args=(job.pk, locked, release))
+    holder.start()
+    try:
+        assert locked.wait(60)
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL lock_timeout = '5s'")
+            run = InstanceExec.objects.create(
+                process=job, exec_state_id=ExecState.RUNNING, start_ts=timezone.now()
+            )
+    finally:
+        release.set()
+        holder.join(60)
+    assert holder.exitcode == 0
+    assert InstanceExec.objects.filter(pk=run.pk).exists()
