@@ -253,13 +253,11 @@ def lost_steps(step_run_ids: Iterable[int]) -> set[int]:
 
 
 def _reached_without_spark() -> Q:
-    """The partitions whose folders this process reaches by itself (stores.OWN_SCHEMES)."""
-    return (
-        Q(location__startswith="/")
-        | Q(location__startswith="file:")
-        | Q(location__startswith="s3://")
-        | Q(location__startswith="s3a://")
-    )
+    """The partitions whose folders this process reaches by itself (stores.OWN_PREFIXES)."""
+    reached = Q()
+    for prefix in stores.OWN_PREFIXES:
+        reached |= Q(location__startswith=prefix)
+    return reached
 
 
 def left_for_spark(now: datetime | None = None) -> list[Partition]:

@@ -23,8 +23,10 @@ if TYPE_CHECKING:
 
     from batches.ingest.storage import S3Storage
 
-# The stores this process lists and deletes in by itself, without a Spark session.
+# The stores this process lists and deletes in by itself, without a Spark session: by their
+# URI schemes, and as a location recorded in the registry (normalised) begins.
 OWN_SCHEMES = ("", "file", "s3", "s3a")
+OWN_PREFIXES = ("/", "file:", "s3://", "s3a://")
 
 
 class StoreUnreachable(RuntimeError):

@@ -129,9 +129,8 @@ def advance(job_run_id: int) -> Advance:
     """The steps of the running job that may start now (every step before them done), marked
     as handed out; or, when all are done, ``halt_job``. Nothing for a run that ended."""
     run = InstanceExec.objects.select_related("process").get(pk=job_run_id)
-    job = Process.objects.select_for_update(no_key=True).get(
-        pk=run.process_id
-    )  # the lifecycle's lock
+    # The lifecycle's lock.
+    job = Process.objects.select_for_update(no_key=True).get(pk=run.process_id)
     run.refresh_from_db(fields=["exec_state", "plan"])
     if run.exec_state_id != ExecState.RUNNING:
         return Advance()

@@ -277,20 +277,14 @@ def _rows_before(context: StepContext, database: str, rule: expectations.Rule) -
 def _other_batches(
     df: DataFrame, context: StepContext, destination: tables.Destination
 ) -> DataFrame | None:
-    """The table's batches but the one being written (for a key unique across them), or
-    None when it has none yet."""
+    """The table's published batches but the one being written (for a key unique across
+    them), or None when it has none yet. Asked once the attempt is recorded, when the table
+    is tracked: its first attempt adopted what was written in place before."""
     from pyspark.errors import AnalysisException
 
     table, location = destination.existing, destination.location
     if table is None:
         return None
-    if not partitions.tracked(table):
-        try:
-            written = df.sparkSession.read.parquet(spark_path(location))
-            written.schema  # noqa: B018 - reading the schema is what fails with no file
-        except AnalysisException:
-            return None
-        return written.filter(F.col(BATCH_COLUMN) != context.target_batch_id)
     others = [
         p.location for p in partitions.published(table) if p.batch_id != context.target_batch_id
     ]
