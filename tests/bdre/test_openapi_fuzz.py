@@ -10,10 +10,13 @@ it runs."""
 from __future__ import annotations
 
 import os
+import re
+from urllib.parse import unquote
 
 import pytest
 import schemathesis
 from django.db import transaction
+from django.urls import Resolver404, resolve
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
@@ -100,7 +103,9 @@ def fuzzed_world(db, settings):
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
-    derandomize=True,  # the same cases on every run: a failure here is never a fluke
+    # Drawn from a fixed seed. Yet CI of b2f62d8 drew a path id its earlier runs had not
+    # ("import", below), the cause not found: each case is judged on its own.
+    derandomize=True,
     suppress_health_check=list(HealthCheck),
     phases=[Phase.explicit, Phase.generate],
     database=None,
@@ -111,9 +116,17 @@ def test_fuzzing_the_api_finds_no_server_error_and_no_answer_outside_the_schema(
 ):
     if getattr(case.meta.phase.data, "scenario", None) in DATABASE_BLIND:
         return  # generated, not sent: see DATABASE_BLIND
+    send_and_check(case, fuzzed_world)
+
+
+def send_and_check(case, token: str) -> None:
+    if names_another_route(case):
+        # `PATCH /processes/import/` (the id "import", drawn in a CI run) is the import's
+        # URL, which answers for itself (405 to a PATCH), not for the operation.
+        return
     with transaction.atomic():
         case.call_and_validate(
-            headers={"Authorization": fuzzed_world},
+            headers={"Authorization": token},
             checks=[
                 not_a_server_error,
                 status_code_conformance,
@@ -122,3 +135,36 @@ def test_fuzzing_the_api_finds_no_server_error_and_no_answer_outside_the_schema(
             ],
         )
         transaction.set_rollback(True)
+
+
+def names_another_route(case) -> bool:
+    """Whether the case's path, its parameters put in, is the URL of another route than its
+    operation's: a parameter that spells a sibling's segment (``import``, ``discard``)."""
+    own = route_of(re.sub(r"\{[^}/]+\}", "1", case.path))
+    other = route_of(unquote(case.formatted_path))
+    return other is not None and other != own
+
+
+def route_of(path: str) -> str | None:
+    try:
+        return resolve(path).route
+    except Resolver404:
+        return None
+
+
+def test_an_id_spelling_a_sibling_route_is_that_routes_url_not_a_failure(
+    fuzzed_world, connection_kept
+):
+    """Drawn by the fuzzer in CI of b2f62d8: the wrong-type id "import" of PATCH
+    /processes/{id}/ is `/processes/import/`, the import's URL, whose 405 to a PATCH is no
+    answer of the operation's; a numeric id is its own and is checked."""
+    loaded = schemathesis.openapi.from_wsgi("/api/schema/", application)
+    operation = loaded["/api/v1/processes/{id}/"]["PATCH"]
+    sibling = operation.Case(
+        path_parameters={"id": "import"}, body={}, media_type="application/json"
+    )
+    assert names_another_route(sibling)
+    send_and_check(sibling, fuzzed_world)
+    own = operation.Case(path_parameters={"id": 10**9}, body={}, media_type="application/json")
+    assert not names_another_route(own)
+    send_and_check(own, fuzzed_world)  # 404: no process of that id
