@@ -1,5 +1,10 @@
 # The whole set-up on a fresh machine is `make demo` or `make test`.
 PYTHON ?= python3
+# Python keeps compiled modules (__pycache__, ignored by git) even where the environment says
+# not to: the suite starts hundreds of Python processes (test processes, `manage.py`, workers)
+# that would each compile this checkout's code again, and pytest rewrite every test module's
+# asserts again (about 10 CPU-s a test process on the 2-core machine: docs/testing.md, "CI").
+unexport PYTHONDONTWRITEBYTECODE
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp

@@ -39,8 +39,9 @@ MARKER_FIXTURES = {
 # needs PostgreSQL itself. CI runs these again on PostgreSQL with Redis, with what a module
 # marks `backends` itself (constraints, migrations, the permission matrix, the queries
 # behind lists and filters); everything else runs once, on SQLite (docs/testing.md). A Spark
-# test's subject is the transform or the step body, which neither changes: it is marked
-# `backends` only by hand, deliberately.
+# test's subject is the transform or the step body, a browser test's what a user sees and
+# clicks (it commits only so that the live server's thread sees its rows), which neither
+# changes: each is marked `backends` only by hand, deliberately.
 COMMITTING_FIXTURES = {"transactional_db", "django_db_serialized_rollback"}
 
 
@@ -63,6 +64,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if (
             not item.get_closest_marker("backends")
             and not item.get_closest_marker("spark")
+            and not item.get_closest_marker("browser")
             and (item.get_closest_marker("postgres") or commits_for_real(item))
         ):
             item.add_marker("backends")
