@@ -138,16 +138,19 @@ def send_and_check(case, token: str) -> None:
 
 
 def names_another_route(case) -> bool:
-    """Whether the case's path, its parameters put in, is the URL of another route than its
-    operation's: a parameter that spells a sibling's segment (``import``, ``discard``)."""
-    own = route_of(re.sub(r"\{[^}/]+\}", "1", case.path))
-    other = route_of(unquote(case.formatted_path))
+    """Whether the case's path, its parameters put in, is the URL of another operation than
+    its own: a parameter that spells a sibling's segment (``import``, ``discard``). A path
+    no operation has (an id that is no number) is the case's own: the API's 404 answers it."""
+    own = operation_of(re.sub(r"\{[^}/]+\}", "1", case.path))
+    other = operation_of(unquote(case.formatted_path))
     return other is not None and other != own
 
 
-def route_of(path: str) -> str | None:
+def operation_of(path: str) -> str | None:
+    """The name of the route ``path`` resolves to; None for no route and for the API's
+    catch-all, which has no name."""
     try:
-        return resolve(path).route
+        return resolve(path).url_name
     except Resolver404:
         return None
 
@@ -155,9 +158,9 @@ def route_of(path: str) -> str | None:
 def test_an_id_spelling_a_sibling_route_is_that_routes_url_not_a_failure(
     fuzzed_world, connection_kept
 ):
-    """Drawn by the fuzzer in CI of b2f62d8: the wrong-type id "import" of PATCH
-    /processes/{id}/ is `/processes/import/`, the import's URL, whose 405 to a PATCH is no
-    answer of the operation's; a numeric id is its own and is checked."""
+    """Drawn by the fuzzer in CI of b2f62d8: the id "import" of PATCH /processes/{id}/ is
+    `/processes/import/`, the import's URL, whose 405 to a PATCH is no answer of the
+    operation's."""
     loaded = schemathesis.openapi.from_wsgi("/api/schema/", application)
     operation = loaded["/api/v1/processes/{id}/"]["PATCH"]
     sibling = operation.Case(
@@ -165,6 +168,9 @@ def test_an_id_spelling_a_sibling_route_is_that_routes_url_not_a_failure(
     )
     assert names_another_route(sibling)
     send_and_check(sibling, fuzzed_world)
-    own = operation.Case(path_parameters={"id": 10**9}, body={}, media_type="application/json")
-    assert not names_another_route(own)
-    send_and_check(own, fuzzed_world)  # 404: no process of that id
+    # An id of no process, and one that is no number (the API's catch-all answers it): both
+    # the operation's own, both sent and checked.
+    for own_id in (10**9, "9C\u00d0"):
+        own = operation.Case(path_parameters={"id": own_id}, body={}, media_type="application/json")
+        assert not names_another_route(own), own_id
+        send_and_check(own, fuzzed_world)  # 404
