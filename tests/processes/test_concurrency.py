@@ -21,7 +21,7 @@ from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchS
 from bdre.errors import BdreError, Code
 from processes import lifecycle
 from processes.models import ExecState, InstanceExec, Process, Trigger
-from tests.helpers.concurrency import FORK, in_children
+from tests.helpers.concurrency import FORK, in_children, run_or_code
 from tests.helpers.lifecycle import steps_of
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -46,54 +46,41 @@ def queue_new_batches(upstream, steps, n: int) -> list[Batch]:
     return batches
 
 
-def _init_at(job_id: int, start_at: float) -> int | str:
-    connections.close_all()
-    time.sleep(max(0.0, start_at - time.time()))
-    try:
-        return lifecycle.init_job(job_id).instance_exec_id
-    except BdreError as error:
-        return int(error.code)
-    finally:
-        connections.close_all()
+def _init(job_id: int) -> tuple[str, int]:
+    return run_or_code(lambda: lifecycle.init_job(job_id))
 
 
 def test_eight_processes_init_one_job_exactly_one_wins_seven_get_104(make_job):
     job = make_job("contended")
-    start_at = time.time() + 2
-    outcomes = in_children(_init_at, [(job.pk, start_at)] * 8)
-    winners = [o for o in outcomes if o != Code.PARENT_ALREADY_RUNNING]
-    assert len(winners) == 1, outcomes
-    assert outcomes.count(Code.PARENT_ALREADY_RUNNING) == 7
-    assert list(InstanceExec.objects.filter(process=job).values_list("pk", flat=True)) == winners
+    outcomes = in_children(_init, [(job.pk,)] * 8)
+    runs = [value for kind, value in outcomes if kind == "run"]
+    assert len(runs) == 1, outcomes
+    assert outcomes.count(("code", Code.PARENT_ALREADY_RUNNING)) == 7
+    assert list(InstanceExec.objects.filter(process=job).values_list("pk", flat=True)) == runs
 
 
-def _consume(job_id: int, step_id: int, start_at: float) -> list[int]:
+def _consume(job_id: int, step_id: int) -> list[int]:
     """Run the job in a loop until its queue is empty; return the batch ids it consumed."""
-    connections.close_all()
-    time.sleep(max(0.0, start_at - time.time()))
     consumed: list[int] = []
-    try:
-        while True:
-            try:
-                result = lifecycle.init_job(job_id, 37)
-            except BdreError as error:
-                if error.code == Code.PARENT_ALREADY_RUNNING:
-                    time.sleep(0.005)
-                    continue
-                if error.code == Code.NO_BATCHES:
-                    if not InstanceExec.objects.filter(
-                        process_id=job_id, exec_state_id=ExecState.RUNNING
-                    ).exists():
-                        return consumed
-                    time.sleep(0.005)
-                    continue
-                raise
-            lifecycle.init_step(step_id)
-            lifecycle.halt_step(step_id)
-            lifecycle.halt_job(job_id)
-            consumed += result.steps[step_id].batch_ids
-    finally:
-        connections.close_all()
+    while True:
+        try:
+            result = lifecycle.init_job(job_id, 37)
+        except BdreError as error:
+            if error.code == Code.PARENT_ALREADY_RUNNING:
+                time.sleep(0.005)
+                continue
+            if error.code == Code.NO_BATCHES:
+                if not InstanceExec.objects.filter(
+                    process_id=job_id, exec_state_id=ExecState.RUNNING
+                ).exists():
+                    return consumed
+                time.sleep(0.005)
+                continue
+            raise
+        lifecycle.init_step(step_id)
+        lifecycle.halt_step(step_id)
+        lifecycle.halt_job(job_id)
+        consumed += result.steps[step_id].batch_ids
 
 
 def test_four_jobs_consume_2000_upstream_batches_each_exactly_once(make_job):
@@ -101,9 +88,8 @@ def test_four_jobs_consume_2000_upstream_batches_each_exactly_once(make_job):
     consumers = [make_job(f"consumer{i}", upstream=[upstream]) for i in range(4)]
     steps = [steps_of(job)[0] for job in consumers]
     batches = queue_new_batches(upstream, steps, 2000)
-    start_at = time.time() + 2
     # Two processes per job: they contend on the job (104) as well as on the queue.
-    args = [(job.pk, step.pk, start_at) for job, step in zip(consumers, steps, strict=True)] * 2
+    args = [(job.pk, step.pk) for job, step in zip(consumers, steps, strict=True)] * 2
     consumed = in_children(_consume, args)
 
     expected = sorted(b.pk for b in batches)
@@ -184,10 +170,7 @@ def _scheduled_run(job_id: int, locked, reached, outcomes) -> None:
     tasks.hand_on = lambda *args: None  # the run's steps are not this test's subject
     try:
         assert locked.wait(60)
-        started = tasks.start_run(job_id, trigger=Trigger.SCHEDULE)
-        outcomes.put(started.instance_exec_id)
-    except BdreError as error:
-        outcomes.put(int(error.code))
+        outcomes.put(run_or_code(lambda: tasks.start_run(job_id, trigger=Trigger.SCHEDULE)))
     finally:
         connections.close_all()
 
@@ -209,7 +192,7 @@ def test_a_pause_committed_while_a_scheduled_run_waits_for_the_job_holds_that_ru
     for child in children:
         child.join(60)
     assert [child.exitcode for child in children] == [0, 0]
-    assert outcome == Code.JOB_PAUSED
+    assert outcome == ("code", Code.JOB_PAUSED)
     assert not InstanceExec.objects.filter(process=job).exists()
 
 

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import io
 import json
-import multiprocessing
 import os
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from django.db import connections
 from django.utils import timezone
 
 from batches.ingest.storage import LocalStorage
@@ -25,10 +22,9 @@ from processes import orchestrator, scan_gate, tasks
 from processes.models import ExecState, InstanceExec, Process
 from tests.helpers.admin import act, texts
 from tests.helpers.api import api_as
+from tests.helpers.concurrency import in_children
 from tests.helpers.factories import grant_root
 from tests.helpers.jobs import build_job, callable_step, scan_step
-
-FORK = multiprocessing.get_context("fork")
 
 
 def _ingest(team, landing: Path, **scan: str) -> Process:
@@ -208,11 +204,9 @@ def test_a_trigger_whose_check_another_run_overtook_stands_down(
     assert check["run"] == run.pk and check["new"] == 1
 
 
-def _trigger_at(job_id: int, start_at: float) -> str:
+def _trigger(job_id: int) -> str:
     """One trigger of the job, in a process of its own; the run it starts is run to its end
     at once, so that a late trigger finds it finished rather than running."""
-    connections.close_all()
-    time.sleep(max(0.0, start_at - time.time()))
     try:
         started = tasks.start_run(job_id)
         if isinstance(started, scan_gate.Quiet):
@@ -223,8 +217,6 @@ def _trigger_at(job_id: int, start_at: float) -> str:
         return "started"
     except BdreError as error:
         return str(int(error.code))
-    finally:
-        connections.close_all()
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -234,10 +226,7 @@ def test_triggers_firing_at_once_in_parallel_processes_start_one_run(
 ):
     job, _, consumer = ingest
     land(landing, "a.tsv")
-    connections.close_all()
-    start_at = time.time() + 1.5
-    with FORK.Pool(triggers) as pool:
-        outcomes = pool.starmap(_trigger_at, [(job.pk, start_at)] * triggers)
+    outcomes = in_children(_trigger, [(job.pk,)] * triggers)
     assert outcomes.count("started") == 1, outcomes
     assert set(outcomes) <= {"started", "104", "ran_meanwhile", "nothing_new"}, outcomes
     (run,) = InstanceExec.objects.filter(process=job)

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import multiprocessing
-import time
-
 import pytest
-from django.db import connections
 
 from batches.ingest.scan import scan
 from batches.models import BatchConsumpQueue, File
+from tests.helpers.concurrency import in_children
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
-def _scan_at(step_id: int, start_at: float) -> int:
-    connections.close_all()
-    time.sleep(max(0.0, start_at - time.time()))
-    try:
-        return scan(step_id).registered
-    finally:
-        connections.close_all()
+def _scan(step_id: int) -> int:
+    return scan(step_id).registered
 
 
 @pytest.mark.parametrize("landing", ["local", "s3"], indirect=True)
@@ -28,10 +20,7 @@ def test_two_scans_at_once_register_each_file_once(ingest_job, landing):
     _job, step, consumer = ingest_job(page_size=7)
     for i in range(120):
         landing.put(f"{i:04d}.txt", f"event {i}\n".encode())
-    connections.close_all()
-    start_at = time.time() + 1.5
-    with multiprocessing.get_context("fork").Pool(2) as pool:
-        registered = pool.starmap(_scan_at, [(step.pk, start_at)] * 2)
+    registered = in_children(_scan, [(step.pk,)] * 2)
     assert sum(registered) == 120
     assert File.objects.count() == 120
     assert File.objects.values("path").distinct().count() == 120
