@@ -4,17 +4,13 @@ them, each in its own target batch again; nothing new queued twice, nothing else
 
 from __future__ import annotations
 
-import os
-import time
 from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from django.contrib.auth.models import User
 from django.utils import timezone
 
-from batches import queue
 from batches.models import ArchiveConsumpQueue, Batch, BatchConsumpQueue, BatchState, File
 from bdre.errors import BdreError
 from processes import orchestrator, tasks
@@ -215,7 +211,6 @@ def _rows(spark, table: str):
 
 def _partitions(spark, table: str) -> dict[str, float]:
     """Each file of the table's partitions and when it was written."""
-    from pathlib import Path
 
     from batches.models import HiveTable
 
@@ -327,189 +322,6 @@ def test_the_rebuilds_left_of_a_backfill_wait_when_the_job_is_paused_midway(
     assert BatchConsumpQueue.objects.filter(
         process__parent=chain.tidy, target_batch_id=chain.targets["tidy"][1]
     ).exists()  # the second batch waits for the resume
-
-
-def _table_files(location: str) -> dict[str, float]:
-    """Each data file of a table (or an export's folder), by its path below it, with when it
-    was written."""
-    root = Path(location)
-    return {
-        str(p.relative_to(root)): p.stat().st_mtime_ns
-        for pattern in ("*.parquet", "*.csv")
-        for p in root.rglob(pattern)
-    }
-
-
-def _csv_rows(location: str) -> list[tuple[str, str]]:
-    """An export's rows, by partition: (batch_id=N, line)."""
-    root = Path(location)
-    return sorted(
-        (p.parent.name, line)
-        for p in root.rglob("*.csv")
-        for line in p.read_text().splitlines()[1:]
-    )
-
-
-def _landed_a_minute_ago(files: list[Path]) -> None:
-    """The demo's scan takes files at least 5 seconds old."""
-    for path in files:
-        os.utime(path, (time.time() - 60, time.time() - 60))
-
-
-def _demo_tables(spark, application) -> dict[str, list]:
-    from batches.models import HiveTable
-
-    return {
-        f"{t.dbname}.{t.table_name}": sorted(
-            (tuple(r) for r in published(spark, t.location).collect()), key=repr
-        )
-        for t in HiveTable.objects.filter(bus_domain=application)
-    }
-
-
-def test_reprocessing_one_demo_file_replaces_exactly_its_downstream_partitions(
-    tmp_path, settings, spark, queued, drive, committed
-):
-    """The demo's pipeline (scan -> shred with the four deduplication strategies and a
-    manifest -> daily SQL), two rounds of files, the second repeating events of the first;
-    then one file of the first round reprocessed: its shred batch and the daily batch made
-    of it are built again, with the same rows (the manifest's rerun rule: a batch rebuilt
-    is not a duplicate of itself), and no other partition is written."""
-    from batches.models import HiveTable
-    from processes import demo
-
-    settings.BDRE_LANDING = tmp_path / "landing"
-    settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
-    setup = demo.set_up_demo()
-    ingest, shred, daily, export = setup.ingest, setup.shred, setup.daily, setup.export
-    folder = demo.landing_folder(setup.team)
-
-    first_round, seen = demo.generate_landing(folder, files=2, events=300, in_flight=False)
-    _landed_a_minute_ago(first_round)
-
-    for job in (ingest, shred):
-        assert orchestrator.run_job(job.pk).succeeded, job.name
-    # The second round is of the next day: it closes the first, which the daily step sums.
-    second_round, _ = demo.generate_landing(
-        folder,
-        files=1,
-        events=300,
-        day=demo.FIRST_DAY + timedelta(days=1),
-        repeat_from=seen,
-        in_flight=False,
-    )
-    _landed_a_minute_ago(second_round)
-    for job in (ingest, shred, daily, export):
-        assert orchestrator.run_job(job.pk).succeeded, job.name
-    shred_counters = [
-        r.counters for r in InstanceExec.objects.filter(process__parent=shred).order_by("id")
-    ]
-    assert shred_counters[1]["dup_cross_batch_natural"] > 0  # the second round repeats
-
-    tables_before = _demo_tables(spark, setup.application)
-    locations = {
-        f"{t.dbname}.{t.table_name}": t.location
-        for t in HiveTable.objects.filter(bus_domain=setup.application)
-    }
-    locations["export"] = str(demo.export_folder(setup.team))
-    files_before = {name: _table_files(loc) for name, loc in locations.items()}
-    first_file = File.objects.filter(batch__bus_domain=setup.application).order_by("path").first()
-
-    client = api_as(User.objects.get(username=demo.DEMO_USERNAME))
-    url = f"/api/v1/files/{first_file.pk}/reprocess/"
-    plan = client.post(url, {"preview": True}, format="json").json()
-    assert [r["job"] for r in plan["rebuilds"]] == [
-        "clickstream_shred",
-        "clickstream_daily",
-        "clickstream_daily_export",
-    ]
-    rebuilt = {r["target_batch_id"] for r in plan["rebuilds"]}
-    planned = set(plan["partitions"])
-    # The export writes the daily batch it read: that partition of its folder is replaced.
-    daily_batch = plan["rebuilds"][1]["target_batch_id"]
-    export_partition = f"{demo.export_folder(setup.team).as_uri()}/batch_id={daily_batch}"
-    assert export_partition in planned
-    assert f"default.atomic_events/batch_id={plan['batches'][0]}" in planned
-    with committed():
-        assert client.post(url, {}, format="json").status_code == 202
-    drive()  # the shred's rebuild, then the daily and export jobs it triggers (on_upstream)
-
-    assert [r.trigger for r in InstanceExec.objects.filter(process=shred).order_by("id")] == [
-        "manual",
-        "manual",
-        "reprocess",
-    ]
-    for job in (daily, export):
-        assert InstanceExec.objects.filter(process=job).order_by("-id").first().trigger == (
-            "replay"
-        )
-    # All that waits is the second day's shred batch, for its day to close.
-    waiting = BatchConsumpQueue.objects.filter(process__parent__in=[shred, daily, export])
-    assert [(row.process.parent_id, row.batch_marking) for row in waiting] == [
-        (daily.pk, (demo.FIRST_DAY + timedelta(days=1)).isoformat())
-    ]
-    # The same rows, nothing lost and nothing twice: the file did not change.
-    assert _demo_tables(spark, setup.application) == tables_before
-    # Exactly the planned partitions were written again; every other file is untouched.
-    export_rows_before = _csv_rows(locations["export"])
-    for name, location in locations.items():
-        after = _table_files(location)
-        touched = {daily_batch} if name == "export" else rebuilt
-        for path, written in files_before[name].items():
-            batch = int(path.split("batch_id=")[1].split("/")[0])
-            if batch in touched:
-                assert name == "export" or f"{name}/batch_id={batch}" in planned, (name, path)
-            else:
-                assert after.get(path) == written, (name, path)
-        for path in after:
-            batch = int(path.split("batch_id=")[1].split("/")[0])
-            assert batch in touched or path in files_before[name], (name, path)
-    assert _csv_rows(locations["export"]) == export_rows_before
-
-
-def test_a_failed_demo_step_shows_its_traceback_and_spark_lines_on_its_run_page(
-    tmp_path, settings, spark, client
-):
-    """The demo's daily step, given a statement that fails while Spark runs it: its run page
-    shows the step's log with the traceback, Spark's error and the Spark job's lines."""
-    from processes import demo, registry
-
-    settings.BDRE_LANDING = tmp_path / "landing"
-    settings.BDRE_WAREHOUSE = tmp_path / "warehouse"
-    settings.BDRE_LOG_DIR = tmp_path / "step-logs"
-    setup = demo.set_up_demo()
-    ingest, shred, daily = setup.ingest, setup.shred, setup.daily
-    files, _ = demo.generate_landing(
-        demo.landing_folder(setup.team), files=1, events=200, in_flight=False
-    )
-    _landed_a_minute_ago(files)
-    for job in (ingest, shred):
-        assert orchestrator.run_job(job.pk).succeeded, job.name
-    # The day closed, as the next day's first batch would close it.
-    queue.close_days(shred, before=(demo.FIRST_DAY + timedelta(days=1)).isoformat())
-    registry.set_properties(
-        daily.steps.get(),
-        {
-            "sql": {
-                "query": "SELECT raise_error(concat('no page views on ', event)) AS day "
-                "FROM atomic_events WHERE batch_id IN ({batch_ids})"
-            }
-        },
-    )
-    outcome = orchestrator.run_job(daily.pk)
-    assert not outcome.succeeded
-
-    client.force_login(User.objects.get(username=demo.DEMO_USERNAME))
-    page = client.get(f"/runs/{outcome.instance_exec_id}/").content.decode()
-    assert "Traceback (most recent call last):" in page
-    assert "no page views on " in page  # Spark's own error, raised in a task
-    assert "bdre.spark: Spark stage " in page and " failed" in page
-    step_run = InstanceExec.objects.get(parent_id=outcome.instance_exec_id)
-    assert step_run.spark_application_id and step_run.spark_application_id in page
-    # The whole log, its first lines too, is the page's download link.
-    assert f"/runs/{outcome.instance_exec_id}/log/?step={step_run.pk}" in page
-    text = client.get(f"/runs/{outcome.instance_exec_id}/log/?step={step_run.pk}").content.decode()
-    assert "bdre.spark: Spark application " in text and "Traceback" in text
 
 
 def test_plans_for_a_job_or_step_that_does_not_exist_are_102_and_103(db):
