@@ -9,7 +9,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install test test-fast demo cluster s3a-jars lint format migrate migrations clean
+.PHONY: install test test-fast demo cluster s3a-jars spark-classes lint format migrate migrations clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "BDRE needs Python 3.11 or newer")'
@@ -27,7 +27,7 @@ install: $(STAMP)
 TEST_PROCESSES ?= 3
 FAST_PROCESSES ?= 2
 
-test: install
+test: install spark-classes
 	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The inner loop: every test that needs no Spark, Celery worker, browser, PostgreSQL or cluster
@@ -70,6 +70,11 @@ cluster: migrate
 # "S3 / object storage"). The Spark tests fetch them too.
 s3a-jars: install
 	$(PY) manage.py s3a_jars
+
+# The class-data archive of Spark's JVM that the suite's JVMs start from (about 30 s, once per
+# Java and PySpark, in var/jars): tests/helpers/jvm_archive.py. The tests run without it too.
+spark-classes: install
+	$(PY) -m tests.helpers.jvm_archive
 
 clean:
 	rm -rf $(VENV) var

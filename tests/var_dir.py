@@ -13,6 +13,8 @@ import os
 import re
 from pathlib import Path
 
+from tests.helpers import jvm_archive
+
 _worker = os.environ.get("PYTEST_XDIST_WORKER")
 if _worker:
     _base = Path(os.environ.get("BDRE_VAR_DIR") or Path(__file__).resolve().parents[1] / "var")
@@ -33,11 +35,10 @@ if _worker:
 # sync, a notebook, the cluster's daemons): Java's quick compiler only. The optimising one
 # took a third of their CPU (compiling Spark's code paths, generated classes too) and never
 # paid it back in a run this short; on 2 cores shared by the suite's processes that CPU is
-# the suite's time (docs/testing.md, "CI"). What Spark does is the same either way.
-_QUICK_JIT = "-XX:TieredStopAtLevel=1"
-for _name in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
-    if _QUICK_JIT not in os.environ.get(_name, ""):
-        os.environ[_name] = f"{os.environ.get(_name, '')} {_QUICK_JIT}".strip()
+# the suite's time (docs/testing.md, "CI"). And Spark's classes from the class-data archive
+# of tests/helpers/jvm_archive.py (`make spark-classes`), when it was made: each JVM's start
+# took half the CPU. What Spark does is the same either way.
+_JVM = f"-XX:TieredStopAtLevel=1 {jvm_archive.options(jvm_archive.jars_folder())}".strip()
 
 # Every Spark application a test starts (the test process's session, a worker's, a demo's on a
 # cluster or through Connect, a sync's, the Connect server) evaluates expressions without
@@ -50,19 +51,19 @@ for _name in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
 SPARK_TEST_DEFAULTS = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.adaptive.enabled": "false",
-    # The standalone cluster's executors, which the daemons' options above do not reach:
+    # The standalone cluster's executors, which the daemons' options below do not reach:
     # their JVMs live as long as a demo run or a test's application.
-    "spark.executor.extraJavaOptions": _QUICK_JIT,
+    "spark.executor.extraJavaOptions": _JVM,
 }
-if "SPARK_CONF_DIR" not in os.environ:
-    _conf_dir = (
-        Path(os.environ.get("BDRE_VAR_DIR") or Path(__file__).resolve().parents[1] / "var")
-        / "spark-test-conf"
-    )
-    _conf_dir.mkdir(parents=True, exist_ok=True)
-    _text = "".join(f"{key} {value}\n" for key, value in SPARK_TEST_DEFAULTS.items())
-    # Written whole and renamed in: a Spark starting in another test process reads it.
-    _part = _conf_dir / f"spark-defaults.conf.{os.getpid()}"
-    _part.write_text(_text)
-    _part.replace(_conf_dir / "spark-defaults.conf")
-    os.environ["SPARK_CONF_DIR"] = os.environ["BDRE_TEST_SPARK_CONF_DIR"] = str(_conf_dir)
+# As Java system properties, which Spark reads as its defaults, not as a spark-defaults.conf:
+# Spark puts SPARK_CONF_DIR first on every JVM's class path, and Java maps no class-data
+# archive for a class path with a folder that has files in it. Quoted for Spark's launcher,
+# which splits SPARK_SUBMIT_OPTS as a shell would.
+SPARK_TEST_OPTIONS = " ".join(f'"-D{key}={value}"' for key, value in SPARK_TEST_DEFAULTS.items())
+if "BDRE_TEST_SPARK_OPTIONS" not in os.environ:  # once: test processes start test processes
+    os.environ["BDRE_TEST_SPARK_OPTIONS"] = SPARK_TEST_OPTIONS
+    for _name, _options in (
+        ("SPARK_SUBMIT_OPTS", f"{_JVM} {SPARK_TEST_OPTIONS}"),
+        ("SPARK_DAEMON_JAVA_OPTS", _JVM),
+    ):
+        os.environ[_name] = f"{os.environ.get(_name, '')} {_options}".strip()

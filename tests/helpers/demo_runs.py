@@ -118,11 +118,14 @@ def run_demo(var_dir: Path, **env: str) -> DemoRun:
         k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")
     }
     environ |= {"BDRE_VAR_DIR": str(var_dir), "SPARK_MASTER": "local[2]", **env}
-    if not env and environ.get("SPARK_CONF_DIR") == environ.get("BDRE_TEST_SPARK_CONF_DIR"):
+    if not env:
         # The local run is `make demo` as users run it: Spark's defaults, generated code and
         # adaptive execution, not the tests' (tests/var_dir.py). The cluster's runs, on the
         # tests' settings, are compared with it row for row.
-        environ.pop("SPARK_CONF_DIR", None)
+        options = environ.get("SPARK_SUBMIT_OPTS", "")
+        environ["SPARK_SUBMIT_OPTS"] = options.replace(
+            environ.get("BDRE_TEST_SPARK_OPTIONS", ""), ""
+        ).strip()
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "--noinput"], env=environ, check=True, capture_output=True)
     # In a process group of its own: on a timeout the group goes (the demo's embedded worker
