@@ -13,7 +13,8 @@ from bdre.errors import BdreError
 
 FORK = multiprocessing.get_context("fork")
 
-# How long a child waits for its siblings to start before the test fails rather than hangs.
+# How long a child waits at the barrier for its siblings: one that never gets there (it died,
+# or raised first) breaks the barrier for the others then, and the test fails.
 START_TIMEOUT_SECONDS = 120
 
 # Set in the parent before the pool forks, so that every child inherits it (a barrier cannot

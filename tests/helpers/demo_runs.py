@@ -126,6 +126,8 @@ def run_demo(var_dir: Path, **env: str) -> DemoRun:
         environ["SPARK_SUBMIT_OPTS"] = options.replace(
             environ.get("BDRE_TEST_SPARK_OPTIONS", ""), ""
         ).strip()
+        # Else the runs compared row for row would all be on the tests' settings.
+        assert "spark.sql.adaptive" not in environ["SPARK_SUBMIT_OPTS"], options
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "--noinput"], env=environ, check=True, capture_output=True)
     # In a process group of its own: on a timeout the group goes (the demo's embedded worker

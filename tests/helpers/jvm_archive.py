@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 from importlib.metadata import version
+from importlib.util import find_spec
 from pathlib import Path
 
 # What the archive's JVM runs: the kinds of work the suite's Spark does (files of each
@@ -68,19 +69,28 @@ def java() -> Path | None:
 
 
 def archive_path(folder: Path) -> Path | None:
-    """Where the archive of this Java and this PySpark is (made or not); None without Java."""
+    """Where the archive of this Java and this PySpark is (made or not); None without Java.
+    Named after what Java checks it against (its own build, Spark's jars), so that a Java
+    updated or a PySpark installed again gets an archive of its own, not one it would
+    quietly refuse."""
     runtime = java()
-    if runtime is None:
+    spec = find_spec("pyspark")
+    if runtime is None or spec is None or not spec.submodule_search_locations:
         return None
-    stat = runtime.stat()
-    key = hashlib.sha256(f"{runtime}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()
+    checked = [runtime, runtime.parents[1] / "lib" / "server" / "libjvm.so"]
+    checked.append(Path(spec.submodule_search_locations[0]) / "jars")
+    stamps = [f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in checked if p.exists()]
+    key = hashlib.sha256("\n".join(stamps).encode()).hexdigest()
     return folder / f"spark-classes-{version('pyspark')}-{key[:12]}.jsa"
 
 
 def options(folder: Path) -> str:
-    """The JVM options that use the archive, if it was made; else none."""
+    """The JVM options that use the archive, if it was made; else none. None either for a
+    path Spark's launcher would split (it splits its options as a shell does)."""
     path = archive_path(folder)
-    return USE.format(path=path) if path is not None and path.is_file() else ""
+    if path is None or not path.is_file() or any(c.isspace() or c in "\"'\\" for c in str(path)):
+        return ""
+    return USE.format(path=path)
 
 
 def make(folder: Path) -> Path:

@@ -5,7 +5,7 @@ traceback and Spark's lines; a file reprocessed rebuilds exactly its downstream 
 
 The pipeline (scan -> shred with the four deduplication strategies and a manifest -> daily
 SQL -> CSV export, and the page list's load and cleanse) takes minutes of Spark, so the run
-is the module's (``demo_run``), not each test's (docs/testing.md, "Each behaviour once"). Its
+is the module's (``demo_run``), not each test's (docs/testing.md, "Helpers and fixtures"). Its
 rows are in a transaction rolled back after the module's last test, and each test's own
 changes in a savepoint inside it. What no savepoint undoes is the warehouse: the tests that
 write it come last, the reprocess, which checks every file of it, last of all."""
