@@ -83,3 +83,21 @@ def talk_until_flag(context: StepContext) -> dict:
         time.sleep(0.2)
     print("second line, the flag is there", flush=True)
     return {"waited": 1}
+
+
+def terminated_while_working(context: StepContext) -> dict:
+    """Its run is terminated (as a user would, from the page) while it works; it stops once
+    its work is cancelled, as a Spark job would: when the file ``test.flag`` appears, the
+    test's stand-in for the cancellation of this process's Spark work."""
+    from processes import lifecycle
+
+    flag = Path(context.properties("test")["flag"])
+    job_id = context.step.parent_id
+    assert job_id is not None
+    lifecycle.term_job(job_id, "terminated by a user", instance_exec_id=context.job_run_id)
+    deadline = time.monotonic() + 60
+    while not flag.exists():
+        if time.monotonic() > deadline:
+            return {}  # never cancelled: the step succeeds, which the test fails on
+        time.sleep(0.01)
+    raise RuntimeError("cancelled")

@@ -1,16 +1,20 @@
 """The orchestrator's decisions, on real Celery workers: which steps are ready (independent
 branches in parallel, a join after both), a failure ending the run and the re-run resuming
 at it, the jobs that run on their upstream's output, terminate, and the jobs' time limit.
-The Celery tasks themselves (Beat, redelivery, the reaper) are in test_tasks.py."""
+The Celery tasks themselves (Beat, redelivery, the reaper) are in test_tasks.py. The
+heartbeat that keeps a step's leases while it works, in this process."""
 
 from __future__ import annotations
 
 import pytest
+from django.db import OperationalError
 
-from processes import orchestrator, schedules, tasks
+from processes import lifecycle, orchestrator, schedules, step_kinds, tasks
 from processes.models import ExecState, InstanceExec, Property
 from processes.schedules import Schedule
+from tests.helpers.broker_clients import wait_until
 from tests.helpers.jobs import build_job, callable_step
+from tests.helpers.lifecycle import steps_of
 from tests.helpers.runs import finished_runs, runs_of
 from tests.helpers.workers import wait_for
 
@@ -176,3 +180,66 @@ def test_a_run_sent_before_the_pause_does_not_start_after_it(team, sent):
         answer = tasks.run_process.apply(args=(job.pk,), kwargs={"trigger": trigger}).get()
         assert answer == {"process_id": job.pk, "started": False, "outcome": "paused"}
     assert not InstanceExec.objects.filter(process=job).exists()
+
+
+# --- the heartbeat, in this process ----------------------------------------------------------
+
+
+def _running_step(make_job, name: str) -> tuple[int, int]:
+    """A job run and its step's run, started as a worker starts them."""
+    job = make_job(name)
+    job_run = lifecycle.init_job(job.pk).instance_exec_id
+    return job_run, lifecycle.init_step(steps_of(job)[0].pk, instance_exec_id=job_run)
+
+
+def _beaten_since(runs: tuple[int, int], before: dict[int, object]) -> bool:
+    now = dict(InstanceExec.objects.filter(pk__in=runs).values_list("pk", "heartbeat_at"))
+    return all(now[pk] != before[pk] for pk in runs)
+
+
+def test_a_heartbeat_renews_the_leases_of_the_job_run_and_the_step_run(make_job):
+    runs = _running_step(make_job, "beating")
+    before = dict(InstanceExec.objects.filter(pk__in=runs).values_list("pk", "heartbeat_at"))
+    with orchestrator.Heartbeat(*runs, every=0.01) as beat:
+        assert wait_until(lambda: _beaten_since(runs, before), timeout=30, every=0.01)
+    assert not beat.lost.is_set()
+
+
+def test_a_heartbeat_that_fails_is_tried_again_at_the_next_beat(make_job, monkeypatch):
+    """A database hiccup (a lock, a dropped connection) is no lost lease: the step goes on."""
+    runs = _running_step(make_job, "hiccup")
+    before = dict(InstanceExec.objects.filter(pk__in=runs).values_list("pk", "heartbeat_at"))
+    renew, failed = lifecycle.heartbeat, []
+
+    def hiccup_once(run_id: int):
+        if not failed:
+            failed.append(run_id)
+            raise OperationalError("database is locked")
+        return renew(run_id)
+
+    monkeypatch.setattr(lifecycle, "heartbeat", hiccup_once)
+    with orchestrator.Heartbeat(*runs, every=0.01) as beat:
+        assert wait_until(lambda: _beaten_since(runs, before), timeout=30, every=0.01)
+    assert failed and not beat.lost.is_set()
+
+
+def test_a_step_whose_run_is_terminated_while_it_works_is_cancelled_and_fails(
+    team, monkeypatch, settings, tmp_path
+):
+    """The heartbeat finds the lease lost and cancels the step's work until it stops; the
+    step fails as terminated, and its run and job run stay as the termination left them."""
+    settings.BDRE_HEARTBEAT_SECONDS = 0.01
+    cancelled = tmp_path / "cancelled"
+    monkeypatch.setattr(step_kinds, "cancel_running_work", cancelled.touch)
+    body = "tests.processes.callables.terminated_while_working"
+    job = build_job(team, "stopped", [callable_step("work", body, flag=str(cancelled))])
+    job_run = lifecycle.init_job(job.pk).instance_exec_id
+
+    outcome = orchestrator.execute_step(job_run, steps_of(job)[0].pk)
+
+    assert outcome.state == "failed"
+    assert outcome.error == "terminated while running (RuntimeError: cancelled)"
+    run = InstanceExec.objects.get(pk=job_run)
+    assert (run.exec_state_id, run.error) == (ExecState.FAILED, "terminated by a user")
+    step_run = InstanceExec.objects.get(pk=outcome.step_run_id)
+    assert step_run.exec_state_id == ExecState.FAILED
