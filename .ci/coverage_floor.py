@@ -16,7 +16,7 @@ from pathlib import Path
 # Percent of lines and branches covered together (coverage.py's "percent_covered").
 FLOORS: dict[str, float] = {
     "processes/lifecycle.py": 97,  # 97.83
-    "processes/orchestrator.py": 85,  # 85.66
+    "processes/orchestrator.py": 93,  # 85.66; 93.7 since issue 29 (the heartbeat, in process)
     "batches/queue.py": 93,  # 93.08
     "batches/locations.py": 92,  # 92.31
     "batches/tables.py": 100,  # 100.00
