@@ -37,8 +37,10 @@ EXAMPLES = int(os.environ.get("BDRE_FUZZ_EXAMPLES", "8"))
 # every wrong type, about 8,000 cases (two and a half minutes of a core). CI's PostgreSQL pass
 # runs them (BDRE_FUZZ_BOUNDARIES=1 in .ci/run), where the database refuses what SQLite keeps.
 BOUNDARIES = os.environ.get("BDRE_FUZZ_BOUNDARIES", "") == "1"
-# With them this module is minutes of one process: `make test` starts it among the first.
-pytestmark = [pytest.mark.long] if BOUNDARIES else []
+# The longest module of the fast set (its 8 cases an operation: 47 s of one process on the
+# sixth machine of docs/testing.md), minutes with the boundary cases: `make test` and `make
+# test-fast` start it among the first, not last by its count of tests, alone at the end.
+pytestmark = [pytest.mark.long]
 # Boundary cases the web layer answers, nearly all before any query: a method the route does
 # not have (405), a body DRF's parsers do not take (415, 400), a value of the wrong type, which
 # the serializers and filters refuse (400) or coerce (a number for a CharField, anything for a
