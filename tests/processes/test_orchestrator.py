@@ -192,14 +192,18 @@ def _running_step(make_job, name: str) -> tuple[int, int]:
     return job_run, lifecycle.init_step(steps_of(job)[0].pk, instance_exec_id=job_run)
 
 
+def _heartbeats(runs: tuple[int, int]) -> dict[int, object]:
+    return dict(InstanceExec.objects.filter(pk__in=runs).values_list("pk", "heartbeat_at"))
+
+
 def _beaten_since(runs: tuple[int, int], before: dict[int, object]) -> bool:
-    now = dict(InstanceExec.objects.filter(pk__in=runs).values_list("pk", "heartbeat_at"))
+    now = _heartbeats(runs)
     return all(now[pk] != before[pk] for pk in runs)
 
 
 def test_a_heartbeat_renews_the_leases_of_the_job_run_and_the_step_run(make_job):
     runs = _running_step(make_job, "beating")
-    before = dict(InstanceExec.objects.filter(pk__in=runs).values_list("pk", "heartbeat_at"))
+    before = _heartbeats(runs)
     with orchestrator.Heartbeat(*runs, every=0.01) as beat:
         assert wait_until(lambda: _beaten_since(runs, before), timeout=30, every=0.01)
     assert not beat.lost.is_set()
@@ -208,7 +212,7 @@ def test_a_heartbeat_renews_the_leases_of_the_job_run_and_the_step_run(make_job)
 def test_a_heartbeat_that_fails_is_tried_again_at_the_next_beat(make_job, monkeypatch):
     """A database hiccup (a lock, a dropped connection) is no lost lease: the step goes on."""
     runs = _running_step(make_job, "hiccup")
-    before = dict(InstanceExec.objects.filter(pk__in=runs).values_list("pk", "heartbeat_at"))
+    before = _heartbeats(runs)
     renew, failed = lifecycle.heartbeat, []
 
     def hiccup_once(run_id: int):
