@@ -31,6 +31,7 @@ from tests.helpers.factories import (
     TeamFactory,
 )
 from tests.helpers.machine import skip_unless_required
+from tests.helpers.spark import user_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 POSTGRES_JAR = Path("/usr/share/java/postgresql.jar")
@@ -254,8 +255,7 @@ def publish_partition(table: HiveTable, rows: list[tuple[int, str]], batch_id: i
 def manage_env(var_dir: Path, **extra: str) -> dict[str, str]:
     from tests.helpers.workers import database_url
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "BDRE_METASTORE"))}
-    return env | {
+    return user_environment(os.environ, "BDRE_METASTORE") | {
         "DATABASE_URL": database_url(),
         "BDRE_VAR_DIR": str(var_dir),
         "BDRE_WAREHOUSE": str(var_dir / "warehouse"),
@@ -337,7 +337,7 @@ class Reader:
 
     def __init__(self, snippet: str, cwd: Path, name: str, batch: int, timeout: float = 900):
         self.log = cwd / "reader.log"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SPARK_")}
+        env = user_environment(os.environ)
         with self.log.open("w") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-c", snippet + NOTEBOOK_QUERIES + READER_LOOP, name, str(batch)],

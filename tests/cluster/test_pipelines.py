@@ -23,6 +23,7 @@ from django.conf import settings
 
 from tests.helpers.demo_runs import JOBS, ROOT, run_demo
 from tests.helpers.machine import MACHINE_PART_MISSING
+from tests.helpers.spark import user_environment
 
 # Run again in a pytest of its own on each target: a representative test of each step kind
 # (the `representative` marker) everywhere, and through Connect what Connect changes
@@ -191,11 +192,9 @@ def test_a_notebook_session_lists_and_queries_the_tables_the_demo_wrote(local_de
     import sys
 
     assert local_demo.returncode == 0, local_demo.out + local_demo.log
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("DATABASE_URL", "CELERY_BROKER_URL") and not k.startswith("SPARK_")
-    } | {"BDRE_VAR_DIR": str(local_demo.var_dir)}
+    env = user_environment(os.environ, "DATABASE_URL", "CELERY_BROKER_URL") | {
+        "BDRE_VAR_DIR": str(local_demo.var_dir)
+    }
     manage = [sys.executable, str(ROOT / "manage.py"), "sync_catalog"]
     synced = subprocess.run(manage, env=env, capture_output=True, text=True, timeout=300)
     assert synced.returncode == 0, synced.stdout + synced.stderr[-3000:]
@@ -208,7 +207,7 @@ def test_a_notebook_session_lists_and_queries_the_tables_the_demo_wrote(local_de
     done = subprocess.run(
         [sys.executable, "-c", conf.stdout + NOTEBOOK],
         cwd=cwd,
-        env={k: v for k, v in os.environ.items() if not k.startswith("SPARK_")},
+        env=user_environment(os.environ),
         capture_output=True,
         text=True,
         timeout=300,
