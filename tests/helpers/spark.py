@@ -45,15 +45,15 @@ def published(spark, table):
 
 # What every JVM a test starts is given (tests/var_dir.py): Java's quick compiler, the
 # class-data archive and the tests' Spark defaults. They change how much CPU Spark takes, not
-# what it does; without them a notebook's or a sync's JVM compiled Spark's code paths with the
-# optimising compiler and loaded every class from the jars (docs/testing.md, "CI").
+# what it does; a notebook's JVM without them compiled Spark's code paths with the optimising
+# compiler and generated code for every plan (docs/testing.md, "Side by side").
 JVM_OPTIONS = ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS")
 
 
 def user_environment(environ: Mapping[str, str], *dropped: str) -> dict[str, str]:
     """``environ`` as a user's own process (a notebook, ``manage.py sync_catalog``) would have
     it: no ``SPARK_`` variable of the test process's (a master, a Connect server, a conf),
-    nor any starting with one of ``dropped``; the JVMs' options kept."""
+    nor any whose name starts with one of the prefixes ``dropped``; the JVMs' options kept."""
     return {
         k: v
         for k, v in environ.items()
