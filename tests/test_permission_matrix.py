@@ -45,7 +45,7 @@ from django.contrib.admin.utils import quote
 from django.contrib.auth.models import Group
 from django.contrib.contenttypes.models import ContentType
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
@@ -82,6 +82,7 @@ from processes.models import (
     Property,
     Server,
 )
+from tests.helpers.database import rolled_back
 from tests.helpers.factories import (
     TEST_PASSWORD,
     BatchFactory,
@@ -2046,15 +2047,8 @@ def test_the_matrix(world, sent, django_capture_on_commit_callbacks, subtests, o
             sent.clear()
             # log-in failures and throttle counts: one actor's must not refuse the next
             cache.clear()
-            with transaction.atomic():
-                try:
-                    _case(world, sent, django_capture_on_commit_callbacks, op, actor)
-                    # Foreign keys are checked at commit, which a rolled-back case never
-                    # reaches: a write that left a row pointing at nothing passes unseen.
-                    if not connection.needs_rollback:
-                        connection.check_constraints()
-                finally:
-                    transaction.set_rollback(True)
+            with rolled_back():
+                _case(world, sent, django_capture_on_commit_callbacks, op, actor)
 
 
 def _case(world: W, sent: list, capture_on_commit, op: Op, actor: Actor) -> None:

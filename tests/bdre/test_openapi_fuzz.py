@@ -15,7 +15,6 @@ from urllib.parse import unquote
 
 import pytest
 import schemathesis
-from django.db import transaction
 from django.urls import Resolver404, resolve
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
@@ -30,6 +29,7 @@ from schemathesis.specs.openapi.checks import (
 # too, and amid the session that would add handlers under tests that count log lines.
 from bdre.wsgi import application
 from tests.helpers.api_world import REAL_IDS, build_world, real_id, resource_of
+from tests.helpers.database import rolled_back
 from tests.helpers.teams import build_team
 
 EXAMPLES = int(os.environ.get("BDRE_FUZZ_EXAMPLES", "8"))
@@ -129,7 +129,7 @@ def send_and_check(case, token: str) -> None:
         # `PATCH /processes/import/` (the id "import", drawn in a CI run) is the import's
         # URL, which answers for itself (405 to a PATCH), not for the operation.
         return
-    with transaction.atomic():
+    with rolled_back():
         case.call_and_validate(
             headers={"Authorization": token},
             checks=[
@@ -139,7 +139,6 @@ def send_and_check(case, token: str) -> None:
                 response_schema_conformance,
             ],
         )
-        transaction.set_rollback(True)
 
 
 def names_another_route(case) -> bool:
