@@ -439,8 +439,14 @@ LOGGING = {
         "json": {"()": "bdre.jsonlog.JsonFormatter"},
     },
     "handlers": {
+        # The process's own stderr, not whatever sys.stderr is when logging is configured:
+        # Celery's Django fixup runs django.setup() again whenever a page lists the tasks
+        # (django-celery-beat's form), by then perhaps under a stream that is closed later
+        # (a test's capture), and a step's sys.stderr is a proxy into its log
+        # (processes/logfiles.py).
         "console": {
             "class": "logging.StreamHandler",
+            "stream": "ext://sys.__stderr__",
             "formatter": "json" if BDRE_LOG_FORMAT == "json" else "plain",
             "filters": ["run_ids"],
         }

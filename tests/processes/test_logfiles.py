@@ -79,6 +79,26 @@ def test_outside_a_step_prints_and_log_records_go_where_they_went(log_dir, capsy
     assert "outside" not in text
 
 
+def test_a_page_that_sets_django_up_again_leaves_the_next_steps_log_clean(
+    superuser, team, log_dir, subtests
+):
+    """django-celery-beat's task form asks Celery for its tasks, and Celery's Django fixup
+    runs ``django.setup()`` again, which configures logging anew. In a subtest, whose
+    ``sys.stderr`` is closed when it ends, the console handler then wrote to a closed stream:
+    every later line logged in the process failed, and logging's report of it landed in the
+    next step's log."""
+    with subtests.test("the periodic task form"):
+        answer = client_as(superuser).get("/admin/django_celery_beat/periodictask/add/")
+        assert answer.status_code == 200
+    job = build_job(team, "after-the-form", [callable_step("warmup")])
+    outcome = orchestrator.run_job(job.pk)
+    assert outcome.succeeded
+    step_run = InstanceExec.objects.get(parent_id=outcome.instance_exec_id)
+    text = "\n".join(logfiles.read(step_run).lines)
+    assert "step warmup finished in" in text
+    assert "Logging error" not in text and "Traceback" not in text
+
+
 def test_a_line_not_ended_when_the_step_ends_is_kept(log_dir):
     with logfiles.capture(1, 3, "partial"):
         sys.stdout.write("no newline")
