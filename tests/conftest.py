@@ -233,6 +233,11 @@ def superuser(db):
 
 RUNTIME_CONF = {
     "spark.sql.shuffle.partitions": "2",
+    # Expressions interpreted, never compiled to classes (Spark's own suite runs both paths):
+    # on the tests' few rows, generating and compiling the projections of the shred's wide
+    # rows took a sixth of this session's CPU (docs/testing.md, "Side by side"). Only here:
+    # a notebook's `spark.catalog.listTables` cannot decode its tables interpreted.
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
     "spark.sql.session.timeZone": "UTC",
 }

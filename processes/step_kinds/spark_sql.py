@@ -43,7 +43,7 @@ from processes.step_kinds.sql_guard import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import Row, SparkSession
 
 
 def register_tables(
@@ -67,11 +67,11 @@ def register_tables(
     readable = tables.readable_tables(team_id)
     wanted = {(t.dbname.lower(), t.table_name.lower()) for t in readable}
     for database in spark.catalog.listDatabases():
-        for found in spark.catalog.listTables(database.name):
-            if found.isTemporary or (database.name.lower(), found.name.lower()) in wanted:
+        for found in _tables_in(spark, database.name):
+            if found.isTemporary or (database.name.lower(), found.tableName.lower()) in wanted:
                 continue
-            spark.sql(f"DROP TABLE IF EXISTS `{database.name}`.`{found.name}`")
-        if database.name != "default" and not spark.catalog.listTables(database.name):
+            spark.sql(f"DROP TABLE IF EXISTS `{database.name}`.`{found.tableName}`")
+        if database.name != "default" and not _tables_in(spark, database.name):
             spark.sql(f"DROP DATABASE IF EXISTS `{database.name}`")
     names = []
     for table in readable:
@@ -220,7 +220,17 @@ def spark_sql(context: StepContext) -> Counters:
         context.log("table.refused", str(refused), category="error")
         raise refused from None
     write_batch(result, context, database or "default", table, comments=statement)
-    return {"rows_out": result.count(), "tables_read": len(spark.catalog.listTables())}
+    return {"rows_out": result.count(), "tables_read": len(_tables_in(spark))}
+
+
+def _tables_in(spark: SparkSession, database: str = "") -> list[Row]:
+    """The tables and temporary views of ``database`` (the current one if empty), as rows of
+    ``SHOW TABLES`` (``tableName``, ``isTemporary``). Not ``spark.catalog.listTables``: Spark
+    builds its ``Table`` objects only through generated code, and fails to with interpreted
+    expressions (``spark.sql.codegen.factoryMode=NO_CODEGEN``, which the test sessions run:
+    docs/testing.md, "Side by side")."""
+    where = f" IN `{database}`" if database else ""
+    return spark.sql(f"SHOW TABLES{where}").collect()
 
 
 KIND = register(
