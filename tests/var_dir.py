@@ -41,11 +41,11 @@ if _worker:
 _JVM = f"-XX:TieredStopAtLevel=1 {jvm_archive.options(jvm_archive.jars_folder())}".strip()
 
 # Every Spark application a test starts (the test process's session, a worker's, a demo's on a
-# cluster or through Connect, a sync's, the Connect server) evaluates expressions without
-# generating code, and without adaptive execution: the tests' data is tens to thousands of
-# rows, where compiling each plan's generated classes (Janino, then the JVM) and re-planning
-# each stage cost more CPU than running it (measured in docs/testing.md, "CI"). Both are
-# Spark's own equivalent paths: its suite runs every expression interpreted and generated.
+# cluster or through Connect, a sync's, the Connect server) runs without whole-stage code
+# generation and without adaptive execution: the tests' data is tens to thousands of rows,
+# where compiling each plan's generated classes (Janino, then the JVM) and re-planning each
+# stage cost more CPU than running it (measured in docs/testing.md, "CI"). Both are Spark's
+# own equivalent paths. The test processes' own sessions go further (tests/conftest.py).
 # The local demo (`make demo` as users run it, tests/helpers/demo_runs.py) keeps Spark's
 # defaults, and the cluster's demo runs are compared with it row for row.
 SPARK_TEST_DEFAULTS = {

@@ -67,12 +67,13 @@ def register_tables(
     readable = tables.readable_tables(team_id)
     wanted = {(t.dbname.lower(), t.table_name.lower()) for t in readable}
     for database in spark.catalog.listDatabases():
+        quoted = metastore.quote(database.name)
         for found in _tables_in(spark, database.name):
             if found.isTemporary or (database.name.lower(), found.tableName.lower()) in wanted:
                 continue
-            spark.sql(f"DROP TABLE IF EXISTS `{database.name}`.`{found.tableName}`")
+            spark.sql(f"DROP TABLE IF EXISTS {quoted}.{metastore.quote(found.tableName)}")
         if database.name != "default" and not _tables_in(spark, database.name):
-            spark.sql(f"DROP DATABASE IF EXISTS `{database.name}`")
+            spark.sql(f"DROP DATABASE IF EXISTS {quoted}")
     names = []
     for table in readable:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS `{table.dbname}`")
@@ -229,7 +230,7 @@ def _tables_in(spark: SparkSession, database: str = "") -> list[Row]:
     builds its ``Table`` objects only through generated code, and fails to with interpreted
     expressions (``spark.sql.codegen.factoryMode=NO_CODEGEN``, which the test sessions run:
     docs/testing.md, "Side by side")."""
-    where = f" IN `{database}`" if database else ""
+    where = f" IN {metastore.quote(database)}" if database else ""
     return spark.sql(f"SHOW TABLES{where}").collect()
 
 

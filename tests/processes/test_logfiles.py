@@ -83,13 +83,14 @@ def test_a_page_that_sets_django_up_again_leaves_the_next_steps_log_clean(
     superuser, team, log_dir, subtests
 ):
     """django-celery-beat's task form asks Celery for its tasks, and Celery's Django fixup
-    runs ``django.setup()`` again, which configures logging anew. In a subtest, whose
-    ``sys.stderr`` is closed when it ends, the console handler then wrote to a closed stream:
-    every later line logged in the process failed, and logging's report of it landed in the
-    next step's log."""
+    runs ``django.setup()`` again, which configures logging anew, here inside a subtest whose
+    ``sys.stderr`` is closed when it ends. The console handler keeps the process's own
+    stderr, and the next step's log holds no report of a failed log line."""
     with subtests.test("the periodic task form"):
         answer = client_as(superuser).get("/admin/django_celery_beat/periodictask/add/")
         assert answer.status_code == 200
+    streams = [h.stream for h in logging.getLogger().handlers if type(h) is logging.StreamHandler]
+    assert streams and all(stream is sys.__stderr__ for stream in streams)
     job = build_job(team, "after-the-form", [callable_step("warmup")])
     outcome = orchestrator.run_job(job.pk)
     assert outcome.succeeded
