@@ -68,11 +68,13 @@ def register_tables(
     wanted = {(t.dbname.lower(), t.table_name.lower()) for t in readable}
     for database in spark.catalog.listDatabases():
         quoted = metastore.quote(database.name)
+        kept = False
         for found in _tables_in(spark, database.name):
             if found.isTemporary or (database.name.lower(), found.tableName.lower()) in wanted:
+                kept = True
                 continue
             spark.sql(f"DROP TABLE IF EXISTS {quoted}.{metastore.quote(found.tableName)}")
-        if database.name != "default" and not _tables_in(spark, database.name):
+        if database.name != "default" and not kept:
             spark.sql(f"DROP DATABASE IF EXISTS {quoted}")
     names = []
     for table in readable:
