@@ -6,10 +6,11 @@ from django.templatetags.static import static
 from django.urls import Resolver404, include, path, re_path, resolve
 from django.views.decorators.csrf import csrf_exempt
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularSwaggerView
 
 from bdre.auth_forms import LoginForm
 from bdre.metrics import metrics_view
+from bdre.schema_view import SchemaView
 
 admin.site.site_header = "BDRE administration"
 admin.site.site_title = "BDRE"
@@ -57,6 +58,6 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),  # operators only: bdre/metrics.py
     path("api/v1/", include("bdre.api_urls")),
     re_path(r"^api/v1/(?P<rest>[\s\S]*)$", api_not_found),  # ids may hold newlines
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/schema/", SchemaView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]

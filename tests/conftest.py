@@ -172,10 +172,15 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
         )
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hasher(settings) -> None:
-    # The production hasher costs ~0.3 s a user on purpose; tests create many users.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+@pytest.fixture(scope="session", autouse=True)
+def _fast_password_hasher() -> Iterator[None]:
+    # The production hasher costs ~0.3 s a user on purpose; tests create many users. Once for
+    # the session: a setting changed for each test would also make each forget what is kept
+    # until a setting changes (the API's schema: bdre/schema_view.py).
+    from django.test import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -47,7 +47,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Q
-from django.test import Client, override_settings
+from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -360,12 +360,7 @@ def world(django_db_setup, django_db_blocker):
         atomic = transaction.atomic()
         atomic.__enter__()
         try:
-            # the fast hasher of the tests (conftest.py), for the users made here
-            with override_settings(
-                PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]
-            ):
-                built = build_world()
-            yield built
+            yield build_world()
         finally:
             transaction.set_rollback(True)
             atomic.__exit__(None, None, None)

@@ -4,6 +4,7 @@ and its service can give, and only those (the fuzzer's run is test_openapi_fuzz.
 from __future__ import annotations
 
 import pytest
+from django.test import override_settings
 
 from tests.helpers.api import api_as
 from tests.helpers.api_world import REAL_IDS, build_world, real_id, resource_of
@@ -34,6 +35,39 @@ def test_the_schema_is_served_and_names_every_resource(client, db):
         "InitJobResult"
     )
     assert set(init_job) >= {"400", "401", "403", "404", "409"}
+
+
+def test_every_reader_gets_one_schema_generated_once(team, monkeypatch):
+    """The schema is the code's, not the reader's: anonymous, each role and an outsider get
+    the same one, generated on the first request of a process and served from then on."""
+    from drf_spectacular.generators import SchemaGenerator
+    from rest_framework.test import APIClient
+
+    from bdre import schema_view
+
+    schema_view.forget_schemas()
+    generated = []
+    original = SchemaGenerator.get_schema
+
+    def counted(self, *args, **kwargs):
+        generated.append(kwargs.get("public"))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(SchemaGenerator, "get_schema", counted)
+    readers = [APIClient()] + [
+        api_as(getattr(team, role)) for role in ("viewer", "developer", "admin", "outsider")
+    ]
+    answers = [r.get("/api/schema/", HTTP_ACCEPT="application/json") for r in readers]
+    assert [a.status_code for a in answers] == [200] * 5
+    assert all(a.json() == answers[0].json() for a in answers)
+    assert generated == [True]
+    # Another format of the same schema is rendered, not generated again.
+    yaml = readers[1].get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi")
+    assert yaml.content.startswith(b"openapi: 3") and generated == [True]
+    # Settings the schema is generated from may change under a test: any change forgets it.
+    with override_settings(USE_THOUSAND_SEPARATOR=True):
+        again = readers[1].get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert again.json() == answers[0].json() and generated == [True, True]
 
 
 def test_the_docs_are_served_without_any_cdn(client, db):

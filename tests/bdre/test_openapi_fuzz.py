@@ -94,10 +94,9 @@ def _node_id_for_schemathesis(request):
 
 
 @pytest.fixture
-def fuzzed_world(db, settings):
+def fuzzed_world(db):
     """The world the fuzzer's cases run in, a developer's token into it; each case runs in a
     savepoint rolled back after it, so what one writes is gone before the next."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     yield build_world(build_team())
     REAL_IDS.clear()
 

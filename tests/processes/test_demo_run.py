@@ -70,8 +70,6 @@ def demo_run(django_db_setup, django_db_blocker, spark, tmp_path_factory) -> Ite
             BDRE_LANDING=root / "landing",
             BDRE_WAREHOUSE=root / "warehouse",
             BDRE_LOG_DIR=root / "step-logs",
-            # the fast hasher of the tests (conftest.py), for the demo's users
-            PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"],
         ),
     ):
         atomic = transaction.atomic()

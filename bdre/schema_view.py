@@ -1,0 +1,42 @@
+"""The OpenAPI schema's view: drf-spectacular's, each schema generated once per process.
+Apart from bdre.openapi, which the REST framework's settings name and this view's module
+imports through them."""
+
+from __future__ import annotations
+
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+from django.utils import translation
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.response import Response
+
+# Generated schemas by (API version, language). Generating one walks every view and
+# serializer (a third of a second on the 2-core machine), and the docs page, clients and
+# fuzzers fetch it again and again; it is the code's, the same for every reader
+# (SERVE_PUBLIC: tests/bdre/test_openapi.py).
+_schemas: dict[tuple[str | None, str | None], dict] = {}
+
+
+class SchemaView(SpectacularAPIView):
+    """drf-spectacular's schema view, each schema generated once per process."""
+
+    def _get_schema_response(self, request):
+        version = self.api_version or request.version or self._get_version_parameter(request)
+        key = (version, translation.get_language())
+        schema = _schemas.get(key)
+        if schema is None:
+            generator = self.generator_class(
+                urlconf=self.urlconf, api_version=version, patterns=self.patterns
+            )
+            schema = _schemas[key] = generator.get_schema(request=request, public=self.serve_public)
+        filename = self._get_filename(request, version)
+        return Response(
+            data=schema, headers={"Content-Disposition": f'inline; filename="{filename}"'}
+        )
+
+
+@receiver(setting_changed)
+def forget_schemas(**kwargs) -> None:
+    # Settings change only under tests (override_settings); the URLs, the REST framework's
+    # and drf-spectacular's settings the schema comes from may be among them.
+    _schemas.clear()
