@@ -9,7 +9,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install test test-fast demo cluster s3a-jars spark-classes lint format migrate migrations clean
+.PHONY: install test test-fast test-database demo cluster s3a-jars spark-classes lint format migrate migrations clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "BDRE needs Python 3.11 or newer")'
@@ -27,14 +27,14 @@ install: $(STAMP)
 TEST_PROCESSES ?= 3
 FAST_PROCESSES ?= 2
 
-test: install spark-classes
+test: install spark-classes test-database
 	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The inner loop: every test that needs no Spark, Celery worker, browser, PostgreSQL or cluster
 # (the markers in pyproject.toml; docs/testing.md). `make test` stays the whole suite.
 FAST_TESTS := not spark and not worker and not browser and not postgres and not cluster
 
-test-fast: install
+test-fast: install test-database
 	$(PY) -m pytest -n $(FAST_PROCESSES) --dist loadfile --no-loadscope-reorder -m "$(FAST_TESTS)" $(PYTEST_ARGS)
 
 lint: install
@@ -75,6 +75,11 @@ s3a-jars: install
 # Java and PySpark, in var/jars): tests/helpers/jvm_archive.py. The tests run without it too.
 spark-classes: install
 	$(PY) -m tests.helpers.jvm_archive
+
+# The test database migrated once, for every test process to start from a copy of it
+# (tests/helpers/migrated.py); again only when a migration changes.
+test-database: install
+	$(PY) -m tests.helpers.migrated
 
 clean:
 	rm -rf $(VENV) var

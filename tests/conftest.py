@@ -172,6 +172,38 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
         )
 
 
+COPIED = pytest.StashKey[bool]()
+
+
+@pytest.fixture(scope="session")
+def django_db_keepdb(request, django_db_modify_db_settings) -> bool:
+    """pytest-django's (`--reuse-db`), or true when the test database starts from a copy of
+    one these migrations made (tests/helpers/migrated.py; after the test databases' names
+    are set, by django_db_modify_db_settings)."""
+    if request.config.getvalue("reuse_db"):
+        return True
+    from tests.helpers import migrated
+
+    copied = not request.config.getvalue("create_db") and migrated.start_from_copy()
+    request.config.stash[COPIED] = copied
+    return copied
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_keepdb, django_db_blocker, request):
+    """pytest-django's, with the migrated copy kept (made anew) or removed at the end
+    (started from a copy, which pytest-django keeps as it would with `--reuse-db`)."""
+    from tests.helpers import migrated
+
+    with django_db_blocker.unblock():
+        if not django_db_keepdb:
+            migrated.keep_copy()
+    yield
+    if request.config.stash.get(COPIED, False):
+        with django_db_blocker.unblock():
+            migrated.forget_copied()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _fast_password_hasher() -> Iterator[None]:
     # The production hasher costs ~0.3 s a user on purpose; tests create many users. Once for

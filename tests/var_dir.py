@@ -21,6 +21,9 @@ if _worker:
     _own = _base / f"xdist-{_worker}"
     _own.mkdir(parents=True, exist_ok=True)
     os.environ["BDRE_VAR_DIR"] = str(_own)
+    # What the processes share, beside their own: the migrated test database's copy
+    # (tests/helpers/migrated.py).
+    os.environ["BDRE_TEST_SHARED_VAR_DIR"] = str(_base)
     # One folder of S3A jars for all (fetching side by side is safe: bdre/s3a_jars.py), where
     # a single test process would keep them.
     os.environ.setdefault("BDRE_SPARK_JARS_DIR", str(_base / "jars"))

@@ -1,0 +1,125 @@
+"""The SQLite test database, copied from one that the same migrations made before.
+
+Migrating a new test database took each test process about 10 CPU-s on the 2-core machine
+(2026-12-01: `manage.py migrate` on an empty SQLite file, against 2 s for one with nothing
+left to apply), every run of `make test-fast` and `make test` again. The first process that
+migrates keeps a copy of the database just after it, named by a digest of every migration's
+file and Django's version; a later process, in this run or the next, starts from a copy of
+it. Django then migrates it as it would a kept database (`--reuse-db`): nothing is left to
+apply, and what `post_migrate` adds (content types, permissions) is added again if missing.
+A migration added, changed or removed is another digest, so a new migration always runs.
+
+``python -m tests.helpers.migrated`` (``make test-database``, which `make test` and `make
+test-fast` run first) makes the copy before the test processes start, which would otherwise
+each migrate at once. Only on SQLite: on PostgreSQL each test process migrates its own."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import sys
+from pathlib import Path
+
+import django
+from django.conf import settings
+from django.db import connections
+
+
+def _folder() -> Path:
+    # One for all of a run's test processes (tests/var_dir.py gives each a var folder of its
+    # own below the shared one).
+    return Path(os.environ.get("BDRE_TEST_SHARED_VAR_DIR") or settings.VAR_DIR)
+
+
+def _digest() -> str:
+    from django.db.migrations.loader import MigrationLoader
+
+    loader = MigrationLoader(None, ignore_no_migrations=True)
+    digest = hashlib.sha256(django.get_version().encode())
+    for key in sorted(loader.disk_migrations):
+        module = sys.modules[loader.disk_migrations[key].__module__]
+        digest.update(repr(key).encode())
+        digest.update(Path(module.__file__ or "").read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def template() -> Path | None:
+    """Where the migrated copy for these migrations is (or will be); None off SQLite."""
+    connection = connections["default"]
+    if connection.vendor != "sqlite":
+        return None
+    return _folder() / f"test-migrated-{_digest()}.sqlite3"
+
+
+def _test_database() -> Path:
+    return Path(connections["default"].creation._get_test_db_name())
+
+
+def start_from_copy() -> bool:
+    """Put a copy of the migrated database where this process's test database goes, if
+    there is one: then Django is to keep it, not make it anew."""
+    source = template()
+    if source is None or not source.exists():
+        return False
+    target = _test_database()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # A journal left by a killed run would be applied to the new file.
+    for leftover in (target, Path(f"{target}-wal"), Path(f"{target}-shm")):
+        leftover.unlink(missing_ok=True)
+    _copy(source, target)
+    return True
+
+
+def keep_copy() -> None:
+    """Keep a copy of this process's test database, just migrated: each table empty but for
+    the migrations' own rows. Written aside and renamed, so that a process starting meanwhile
+    finds a whole copy or none."""
+    target = template()
+    if target is None or target.exists():
+        return
+    partial = target.with_name(f"{target.name}.{os.getpid()}")
+    _copy(_test_database(), partial)
+    partial.replace(target)
+
+
+def forget_copied() -> None:
+    """The test database made from a copy is one Django keeps: removed at the end, as Django
+    removes one it made."""
+    connections.close_all()
+    target = _test_database()
+    for path in (target, Path(f"{target}-wal"), Path(f"{target}-shm")):
+        path.unlink(missing_ok=True)
+
+
+def _copy(source: Path, target: Path) -> None:
+    # SQLite's backup, not a file copy: the source is in WAL mode, and what a copy of its file
+    # alone would miss may still be in its journal.
+    with sqlite3.connect(source) as reading, sqlite3.connect(target) as writing:
+        reading.backup(writing)
+    reading.close()
+    writing.close()
+
+
+def main() -> None:
+    """Migrate a new test database into the copy, unless the copy is there."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bdre.settings")
+    django.setup()
+    target = template()
+    if target is None or target.exists():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f"{target.name}.{os.getpid()}")
+    connection = connections["default"]
+    connection.settings_dict["TEST"] = {
+        **connection.settings_dict.get("TEST", {}),
+        "NAME": str(partial),
+    }
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
+    connections.close_all()
+    partial.replace(target)
+    print(target)
+
+
+if __name__ == "__main__":
+    main()
