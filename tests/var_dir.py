@@ -40,8 +40,13 @@ if _worker:
 # paid it back in a run this short; on 2 cores shared by the suite's processes that CPU is
 # the suite's time (docs/testing.md, "CI"). And Spark's classes from the class-data archive
 # of tests/helpers/jvm_archive.py (`make spark-classes`), when it was made: each JVM's start
-# took half the CPU. What Spark does is the same either way.
-_JVM = f"-XX:TieredStopAtLevel=1 {jvm_archive.options(jvm_archive.jars_folder())}".strip()
+# took half the CPU. And the serial collector: G1's concurrent threads cost more than they
+# save on heaps of a gigabyte beside a suite that keeps both cores busy (a tenth of a Spark
+# module's CPU, docs/testing.md); it maps the archive as G1 does. What Spark does is the same
+# either way.
+_JVM = " ".join(
+    ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", jvm_archive.options(jvm_archive.jars_folder())]
+).strip()
 
 # Every Spark application a test starts (the test process's session, a worker's, a demo's on a
 # cluster or through Connect, a sync's, the Connect server) runs without whole-stage code
