@@ -4,11 +4,13 @@ imports through them."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.utils import translation
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 
 # Generated schemas by (API version, language). Generating one walks every view and
 # serializer (a third of a second on the 2-core machine), and the docs page, clients and
@@ -28,11 +30,22 @@ class SchemaView(SpectacularAPIView):
             generator = self.generator_class(
                 urlconf=self.urlconf, api_version=version, patterns=self.patterns
             )
-            schema = _schemas[key] = generator.get_schema(request=request, public=self.serve_public)
+            schema = generator.get_schema(request=request, public=self.serve_public)
+            # Only a language and version the site has: ?lang= and ?version= are any reader's,
+            # and each new one kept would grow the process for ever.
+            if self.serve_public and _known(key):
+                _schemas[key] = schema
         filename = self._get_filename(request, version)
         return Response(
             data=schema, headers={"Content-Disposition": f'inline; filename="{filename}"'}
         )
+
+
+def _known(key: tuple[str | None, str | None]) -> bool:
+    version, language = key
+    languages = {code.lower() for code, _ in settings.LANGUAGES} | {settings.LANGUAGE_CODE.lower()}
+    allowed = api_settings.ALLOWED_VERSIONS
+    return (version is None or version in (allowed or ())) and (language in languages | {None})
 
 
 @receiver(setting_changed)

@@ -64,10 +64,14 @@ def test_every_reader_gets_one_schema_generated_once(team, monkeypatch):
     # Another format of the same schema is rendered, not generated again.
     yaml = readers[1].get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi")
     assert yaml.content.startswith(b"openapi: 3") and generated == [True]
+    # A language or version the site does not have is generated, never kept.
+    for lang in ("zz1", "zz2"):
+        assert readers[0].get(f"/api/schema/?lang={lang}").status_code == 200
+    assert set(schema_view._schemas) == {(None, "en-us")}
     # Settings the schema is generated from may change under a test: any change forgets it.
     with override_settings(USE_THOUSAND_SEPARATOR=True):
         again = readers[1].get("/api/schema/", HTTP_ACCEPT="application/json")
-    assert again.json() == answers[0].json() and generated == [True, True]
+    assert again.json() == answers[0].json() and generated == [True, True, True, True]
 
 
 def test_the_docs_are_served_without_any_cdn(client, db):
