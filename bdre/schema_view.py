@@ -1,6 +1,7 @@
 """The OpenAPI schema's view: drf-spectacular's, each schema generated once per process.
-Apart from bdre.openapi, which the REST framework's settings name and this view's module
-imports through them."""
+
+A module of its own to avoid a circular import: the REST framework's settings import
+bdre.openapi, and this view needs those settings."""
 
 from __future__ import annotations
 

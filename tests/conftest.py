@@ -5,6 +5,7 @@ import functools
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +44,22 @@ MARKER_FIXTURES = {
 # clicks (it commits only so that the live server's thread sees its rows), which neither
 # changes: each is marked `backends` only by hand, deliberately.
 COMMITTING_FIXTURES = {"transactional_db", "django_db_serialized_rollback"}
+
+
+def _untraced_child() -> None:
+    # A process forked from a test process (the concurrency tests' children, the OpenLineage
+    # file's writers) inherits coverage's tracer, and with it half speed on Python 3.11, but
+    # never saves what it traced: it ends in os._exit, and pytest-cov measures the test
+    # process alone. Tracing stopped, it runs as it would without coverage. Only coverage's
+    # tracer: a debugger's stays.
+    # The C tracer is an object of coverage's; the Python one, a bound method of one.
+    tracer = sys.gettrace()
+    if type(getattr(tracer, "__self__", tracer)).__module__.split(".")[0] == "coverage":
+        sys.settrace(None)
+        threading.settrace(None)
+
+
+os.register_at_fork(after_in_child=_untraced_child)
 
 
 def commits_for_real(item: pytest.Item) -> bool:
@@ -184,7 +201,11 @@ def django_db_keepdb(request, django_db_modify_db_settings) -> bool:
         return True
     from tests.helpers import migrated
 
-    copied = not request.config.getvalue("create_db") and migrated.start_from_copy()
+    copied = (
+        not request.config.getvalue("create_db")
+        and not request.config.getvalue("nomigrations")
+        and migrated.start_from_copy()
+    )
     request.config.stash[COPIED] = copied
     return copied
 
@@ -196,7 +217,7 @@ def django_db_setup(django_db_setup, django_db_keepdb, django_db_blocker, reques
     from tests.helpers import migrated
 
     with django_db_blocker.unblock():
-        if not django_db_keepdb:
+        if not django_db_keepdb and not request.config.getvalue("nomigrations"):
             migrated.keep_copy()
     yield
     if request.config.stash.get(COPIED, False):

@@ -109,7 +109,7 @@ def fuzzed_world(db):
 def traced_requests() -> Iterator[Callable[[], AbstractContextManager[None]]]:
     """Under coverage (CI's SQLite pass), what to trace the requests in, and nothing else:
     drawing each case (hypothesis) and checking each answer against the schema (schemathesis)
-    run none of BDRE's code, and traced they ran at half speed, as Python 3.11 sends every
+    run none of BDRE's code, and traced they run at half speed, as Python 3.11 sends every
     line of every frame through the tracer. Without coverage, nothing to do."""
     cov = coverage.Coverage.current()
     if cov is None:

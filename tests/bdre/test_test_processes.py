@@ -1,0 +1,126 @@
+"""What a test process starts from: a copy of the migrated SQLite test database
+(tests/helpers/migrated.py), never a template that is no migrated database; and, for a
+process it forks, no coverage tracer (tests/conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+from django.db import connections
+
+from tests.helpers import migrated
+
+on_sqlite = pytest.mark.skipif(
+    connections["default"].vendor != "sqlite", reason="the copy is kept only on SQLite"
+)
+
+
+@pytest.fixture
+def folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The template in a folder of the test's own, and this process's test database elsewhere
+    in it, so that the real ones are never touched."""
+    monkeypatch.setenv("BDRE_TEST_SHARED_VAR_DIR", str(tmp_path / "shared"))
+    monkeypatch.setattr(migrated, "_test_database", lambda: tmp_path / "process" / "test.db")
+
+
+def _template() -> Path:
+    template = migrated.template()
+    assert template is not None
+    return template
+
+
+def _migrations(database: Path) -> list[tuple[str, str]]:
+    connection = sqlite3.connect(database)
+    try:
+        return connection.execute("SELECT app, name FROM django_migrations ORDER BY id").fetchall()
+    finally:
+        connection.close()
+
+
+def _database(path: Path, migrations: list[tuple[str, str]] | None) -> None:
+    """A test database in WAL mode, as bdre/settings.py sets it, with these migrations
+    applied; with None, not even the table that records them."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(path)
+    connection.execute("PRAGMA journal_mode=WAL")
+    if migrations is not None:
+        connection.execute("CREATE TABLE django_migrations (id INTEGER PRIMARY KEY, app, name)")
+        connection.executemany(
+            "INSERT INTO django_migrations (app, name) VALUES (?, ?)", migrations
+        )
+    else:
+        connection.execute("CREATE TABLE something (id INTEGER PRIMARY KEY)")
+    connection.commit()
+    connection.close()
+
+
+@on_sqlite
+@pytest.mark.usefixtures("folders")
+def test_a_kept_copy_is_one_file_that_a_test_database_starts_from() -> None:
+    rows = [("batches", "0001_initial"), ("processes", "0001_initial")]
+    _database(migrated._test_database(), rows)
+
+    migrated.keep_copy()
+    template = _template()
+    assert [p.name for p in template.parent.iterdir()] == [template.name]
+    connection = sqlite3.connect(template)
+    assert connection.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+    connection.close()
+
+    migrated.forget_copied()
+    assert not migrated._test_database().exists()
+    assert migrated.start_from_copy()
+    assert _migrations(migrated._test_database()) == rows
+
+
+@on_sqlite
+@pytest.mark.usefixtures("folders")
+@pytest.mark.parametrize("migrations", [[], None], ids=["none recorded", "no table for them"])
+def test_a_database_no_migration_made_is_not_kept(migrations: list | None) -> None:
+    _database(migrated._test_database(), migrations)
+
+    migrated.keep_copy()
+
+    assert not _template().exists()
+    assert not migrated.start_from_copy()
+
+
+@on_sqlite
+@pytest.mark.usefixtures("folders")
+@pytest.mark.parametrize(
+    "content", [b"written over by something else " * 200, b""], ids=["written over", "empty"]
+)
+def test_a_template_that_is_no_migrated_database_is_removed_and_made_anew(content: bytes) -> None:
+    template = _template()
+    template.parent.mkdir(parents=True)
+    template.write_bytes(content)
+
+    assert not migrated.start_from_copy()
+    assert not template.exists()
+    assert not migrated._test_database().exists()
+
+    _database(migrated._test_database(), [("batches", "0001_initial")])
+    migrated.keep_copy()
+    assert _migrations(template) == [("batches", "0001_initial")]
+
+
+def test_a_forked_process_runs_without_the_coverage_tracer() -> None:
+    tracer = sys.gettrace()
+    reading, writing = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child is what runs untraced
+        os.write(writing, b"traced" if sys.gettrace() is not None else b"untraced")
+        os._exit(0)
+    os.close(writing)
+    try:
+        answer = os.read(reading, 100)
+    finally:
+        os.close(reading)
+        os.waitpid(child, 0)
+
+    assert answer == b"untraced"
+    assert sys.gettrace() is tracer
