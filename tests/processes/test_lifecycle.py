@@ -721,6 +721,33 @@ def test_reaper_terminates_expired_runs_as_term_job_does(make_job):
     assert lifecycle.init_job(p2.pk, 5).is_rerun
 
 
+def test_a_step_run_whose_lease_expired_is_reaped_as_term_step_does(make_job):
+    """A step's worker died while the job's run lives on: the reaper fails the step run and
+    the rows it claimed, leaves the job's run and the other step's rows alone, and the job
+    then halts as after a failed step (111)."""
+    p1 = make_job("p1")
+    p2 = make_job("p2", steps=2, upstream=[p1], lease_seconds=600)
+    feed(p1, ["2026-11-01"])
+    a, b = steps_of(p2)
+    result = lifecycle.init_job(p2.pk, 5)
+    step_run = lifecycle.init_step(a.pk)
+    now = timezone.now()
+    InstanceExec.objects.filter(pk=step_run).update(lease_expires_at=now - timedelta(seconds=1))
+
+    assert lifecycle.reap_expired(now) == [step_run]
+
+    reaped = InstanceExec.objects.get(pk=step_run)
+    assert reaped.exec_state_id == ExecState.FAILED
+    assert "lease expired" in reaped.error
+    job_run = InstanceExec.objects.get(pk=result.instance_exec_id)
+    assert job_run.exec_state_id == ExecState.RUNNING
+    assert {(r.batch_state_id, r.last_error) for r in Queue.objects.filter(process=a)} == {
+        (BatchState.FAILED, reaped.error)
+    }
+    assert BatchState.FAILED not in {r.batch_state_id for r in Queue.objects.filter(process=b)}
+    assert code_of(lifecycle.halt_job, p2.pk) == 111
+
+
 def test_reaper_is_null_safe(make_job):
     p1 = make_job("p1")
     stale = InstanceExecFactory(
