@@ -15,7 +15,7 @@ from pathlib import Path
 
 # Percent of lines and branches covered together (coverage.py's "percent_covered").
 FLOORS: dict[str, float] = {
-    "processes/lifecycle.py": 97,  # 97.83
+    "processes/lifecycle.py": 98,  # 97.83; 98.09 since issue 29 (a step run reaped)
     "processes/orchestrator.py": 93,  # 85.66; 93.7 since issue 29 (the heartbeat, in process)
     "batches/queue.py": 93,  # 93.08
     "batches/locations.py": 92,  # 92.31
