@@ -145,10 +145,11 @@ def _read_only(database: Path) -> sqlite3.Connection:
 
 
 def _copy(source: Path, target: Path) -> None:
-    # SQLite's backup, not a file copy: the source is in WAL mode, and what a copy of its file
-    # alone would miss may still be in its journal. The copy is one file (journal mode DELETE)
-    # that nothing writes to: the template is read by many processes, and a test database
-    # made from it is set to WAL again by its first connection (bdre/settings.py).
+    # SQLite's backup, not a file copy: a test database kept as the template is in WAL mode,
+    # and what a copy of its file alone would miss may still be in its journal. The copy is
+    # one file (journal mode DELETE) that nothing writes to: the template is read by many
+    # processes, and a test database made from it is set to WAL again by its first
+    # connection (bdre/settings.py).
     with _read_only(source) as reading, sqlite3.connect(target) as writing:
         reading.backup(writing)
         writing.execute("PRAGMA journal_mode=DELETE")
