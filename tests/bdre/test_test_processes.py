@@ -1,12 +1,16 @@
 """What a test process starts from: a copy of the migrated SQLite test database
-(tests/helpers/migrated.py), never a template that is no migrated database; and, for a
-process it forks, no coverage tracer (tests/conftest.py)."""
+(tests/helpers/migrated.py), never a template that is no migrated database; for a process it
+forks, no coverage tracer (tests/conftest.py); and a test run sent SIGTERM still stopping what
+its fixtures started (tests/terminate.py)."""
 
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -124,3 +128,64 @@ def test_a_forked_process_runs_without_the_coverage_tracer() -> None:
 
     assert answer == b"untraced"
     assert sys.gettrace() is tracer
+
+
+CANCELLED_RUN = """
+import os, subprocess, time
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def server():
+    proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    Path(os.environ["STARTED"]).write_text(str(proc.pid))
+    yield
+    proc.kill()
+    proc.wait()
+
+
+def test_runs_until_cancelled(server):
+    while True:
+        time.sleep(0.05)
+"""
+
+
+def test_a_test_run_sent_sigterm_stops_what_its_fixtures_started(tmp_path: Path) -> None:
+    """A cancelled run: SIGTERM to pytest-xdist's controller alone, while a test process runs
+    a test whose fixture started a process in a session of its own, as the cluster's
+    daemons and the workers are. The fixture's teardown stops it."""
+    (tmp_path / "test_cancelled.py").write_text(CANCELLED_RUN)
+    started = tmp_path / "started"
+    root = Path(__file__).resolve().parents[2]
+    config = ["-c", str(root / "pyproject.toml"), "--rootdir", str(tmp_path), str(tmp_path)]
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1", *config],
+        cwd=root,
+        env={**os.environ, "STARTED": str(started), "BDRE_VAR_DIR": str(tmp_path / "var")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    server = None
+    try:
+        deadline = time.monotonic() + 120
+        while not (started.exists() and started.read_text()) and run.poll() is None:
+            assert time.monotonic() < deadline, "the fixture never started its process"
+            time.sleep(0.05)
+        server = int(started.read_text())
+        run.send_signal(signal.SIGTERM)
+        out, _ = run.communicate(timeout=120)
+
+        assert run.returncode == 2, out  # interrupted, as by Ctrl-C
+        assert "KeyboardInterrupt: signal 15" in out
+        with pytest.raises(ProcessLookupError):
+            os.kill(server, 0)
+        server = None
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        if server is not None:
+            os.kill(server, signal.SIGKILL)

@@ -1,0 +1,52 @@
+"""A pytest plugin (``-p tests.terminate`` in pyproject.toml): SIGTERM stops a test process
+as Ctrl-C does, so that the fixtures' teardown still runs and stops what they started.
+
+The processes the tests start (Spark's standalone daemons, Celery workers, demos, notebooks,
+broker clients) run in sessions of their own, so that a test can kill each one's whole group;
+a signal sent to the test processes' group does not reach them. Python's default for SIGTERM
+ends the process at once, without a ``finally`` block or a finalizer: a cancelled CI run (its
+process group sent SIGTERM) left the cluster's JVMs running. pytest tears the session's
+fixtures down on KeyboardInterrupt. pytest-xdist's controller, sent SIGTERM alone (``kill``
+of its pid), passes it on to its test processes: it would otherwise kill them after a while,
+before their teardown ends."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+
+import pytest
+
+
+def _children() -> list[int]:
+    found: list[int] = []
+    with contextlib.suppress(OSError):  # a kernel without /proc/PID/task/TID/children
+        for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+            found += [int(pid) for pid in (task / "children").read_text().split()]
+    return found
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    # Once: a second SIGTERM during the teardown must not cut it short.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _interrupt_with_test_processes(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for pid in _children():
+        with contextlib.suppress(ProcessLookupError):  # a test process just gone
+            os.kill(pid, signal.SIGTERM)
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Only the main thread may set a handler, and only it receives the signal.
+    if threading.current_thread() is not threading.main_thread():
+        return
+    controller = bool(config.getoption("numprocesses", None)) and not hasattr(config, "workerinput")
+    signal.signal(signal.SIGTERM, _interrupt_with_test_processes if controller else _interrupt)
