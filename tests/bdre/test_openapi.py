@@ -74,6 +74,40 @@ def test_every_reader_gets_one_schema_generated_once(team, monkeypatch):
     assert again.json() == answers[0].json() and generated == [True, True, True, True]
 
 
+def test_each_format_is_rendered_once_and_served_as_rendered(team, monkeypatch):
+    from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
+
+    from bdre import schema_view
+
+    schema_view.forget_schemas()
+    rendered = []
+    for renderer in (OpenApiJsonRenderer, OpenApiYamlRenderer):
+        original = renderer.render
+
+        def counted(self, data, media_type=None, context=None, _original=original):
+            rendered.append(media_type)
+            return _original(self, data, media_type, context)
+
+        monkeypatch.setattr(renderer, "render", counted)
+    reader = api_as(team.viewer)
+    yaml, json = "application/vnd.oai.openapi", "application/vnd.oai.openapi+json"
+
+    answers = [reader.get("/api/schema/", HTTP_ACCEPT=accept) for accept in (yaml, json) * 2]
+    assert [a["Content-Type"] for a in answers] == [
+        "application/vnd.oai.openapi; charset=utf-8",
+        "application/vnd.oai.openapi+json",
+    ] * 2
+    assert answers[0].content == answers[2].content and answers[0].content.startswith(b"openapi")
+    assert answers[1].json() == answers[3].json()
+    assert rendered == [yaml, json]
+    # A media type with parameters is rendered for its reader (as asked), and not kept.
+    for _ in range(2):
+        indented = reader.get("/api/schema/", HTTP_ACCEPT=f"{json}; indent=2")
+        assert indented.content.startswith(b'{\n  "openapi"')
+    assert rendered == [yaml, json, f"{json}; indent=2", f"{json}; indent=2"]
+    assert len(schema_view._rendered) == 2
+
+
 def test_the_docs_are_served_without_any_cdn(client, db):
     page = client.get("/api/docs/")
     assert page.status_code == 200
