@@ -8,7 +8,9 @@ ends the process at once, without a ``finally`` block or a finalizer: a cancelle
 process group sent SIGTERM) left the cluster's JVMs running. pytest tears the session's
 fixtures down on KeyboardInterrupt. pytest-xdist's controller, sent SIGTERM alone (``kill``
 of its pid), passes it on to its test processes: it would otherwise kill them after a while,
-before their teardown ends."""
+before their teardown ends. A process a test forks (a worker of the concurrency tests) has
+Python's default back: it is no test process, and SIGTERM ends it as it would end a real
+one."""
 
 from __future__ import annotations
 
@@ -44,9 +46,14 @@ def _interrupt_with_test_processes(signum: int, frame: FrameType | None) -> None
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def _default_in_child() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Only the main thread may set a handler, and only it receives the signal.
     if threading.current_thread() is not threading.main_thread():
         return
+    os.register_at_fork(after_in_child=_default_in_child)
     controller = bool(config.getoption("numprocesses", None)) and not hasattr(config, "workerinput")
     signal.signal(signal.SIGTERM, _interrupt_with_test_processes if controller else _interrupt)

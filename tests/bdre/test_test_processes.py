@@ -130,6 +130,24 @@ def test_a_forked_process_runs_without_the_coverage_tracer() -> None:
     assert sys.gettrace() is tracer
 
 
+def test_a_forked_process_ends_on_sigterm_as_python_would_end_it() -> None:
+    assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None)  # the test process's
+    reading, writing = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's end is the subject
+        os.write(writing, b"started")
+        time.sleep(60)
+        os._exit(0)
+    os.close(writing)
+    try:
+        assert os.read(reading, 100) == b"started"
+    finally:
+        os.close(reading)
+    os.kill(child, signal.SIGTERM)
+    _, status = os.waitpid(child, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
+
+
 CANCELLED_RUN = """
 import os, subprocess, time
 from pathlib import Path
