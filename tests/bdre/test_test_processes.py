@@ -1,10 +1,12 @@
 """What a test process starts from: a copy of the migrated SQLite test database
 (tests/helpers/migrated.py), never a template that is no migrated database; for a process it
-forks, no coverage tracer (tests/conftest.py); and a test run sent SIGTERM still stopping what
-its fixtures started (tests/terminate.py)."""
+forks, no coverage tracer (tests/conftest.py); a test run sent SIGTERM still stopping what
+its fixtures started (tests/terminate.py); and the CPU each test takes, with the processes it
+starts (tests/cpu_report.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -148,6 +150,16 @@ def test_a_forked_process_ends_on_sigterm_as_python_would_end_it() -> None:
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
 
 
+# A pytest run of a test folder with the plugin under test alone (the suite's pyproject.toml
+# names it): without the suite's configuration, and without the plugins installed (Django's,
+# schemathesis', coverage's), whose loading took most of such a run's CPU.
+def alone(folder: Path, *options: str) -> list[str]:
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", os.devnull]
+    return [*command, "--rootdir", str(folder), *options, str(folder)]
+
+
+ONLY_NAMED_PLUGINS = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
 CANCELLED_RUN = """
 import os, subprocess, time
 from pathlib import Path
@@ -177,11 +189,10 @@ def test_a_test_run_sent_sigterm_stops_what_its_fixtures_started(tmp_path: Path)
     (tmp_path / "test_cancelled.py").write_text(CANCELLED_RUN)
     started = tmp_path / "started"
     root = Path(__file__).resolve().parents[2]
-    config = ["-c", str(root / "pyproject.toml"), "--rootdir", str(tmp_path), str(tmp_path)]
     run = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1", *config],
+        alone(tmp_path, "-p", "xdist.plugin", "-n", "1", "-p", "tests.terminate"),
         cwd=root,
-        env={**os.environ, "STARTED": str(started), "BDRE_VAR_DIR": str(tmp_path / "var")},
+        env={**os.environ, **ONLY_NAMED_PLUGINS, "STARTED": str(started)},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -207,3 +218,59 @@ def test_a_test_run_sent_sigterm_stops_what_its_fixtures_started(tmp_path: Path)
             run.wait()
         if server is not None:
             os.kill(server, signal.SIGKILL)
+
+
+BUSY_TESTS = """
+import subprocess, sys, time
+
+
+def busy(seconds):
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
+def test_busy_itself():
+    busy(0.4)
+
+
+def test_busy_in_a_child():
+    code = "import time\\nend = time.process_time() + 0.8\\nwhile time.process_time() < end: pass"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_idle():
+    time.sleep(0.3)
+"""
+
+
+def test_the_cpu_report_counts_a_tests_own_cpu_and_its_childrens(tmp_path: Path) -> None:
+    (tmp_path / "test_busy.py").write_text(BUSY_TESTS)
+    report = tmp_path / "report"
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        alone(tmp_path, "-p", "tests.cpu_report", f"--cpu-report={report}"),
+        cwd=root,
+        env={**os.environ, **ONLY_NAMED_PLUGINS},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (lines,) = [path.read_text().splitlines() for path in report.glob("cpu-*.jsonl")]
+    tests = {(t := json.loads(line))["test"].split("::")[1]: t for line in lines}
+    itself, child, idle = (tests[f"test_{n}"] for n in ("busy_itself", "busy_in_a_child", "idle"))
+    assert 0.4 <= itself["own"] <= itself["cpu"] < 1.0
+    assert child["cpu"] >= 0.8 and child["own"] < 0.4
+    assert idle["cpu"] < 0.2 and idle["wall"] >= 0.3
+
+    summary = subprocess.run(
+        [sys.executable, "-m", "tests.cpu_report", str(report), "5"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert summary[0].startswith("3 tests, ")
+    assert summary[2].endswith("  test_busy.py") and summary[2].split()[2] == "3"
+    assert summary[4].endswith("test_busy.py::test_busy_in_a_child")
