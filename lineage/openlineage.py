@@ -7,8 +7,9 @@ Events are built from the ``openlineage-python`` client's classes and emitted by
 ``http`` to ``OPENLINEAGE_URL``, ``file`` to ``OPENLINEAGE_FILE``, ``console`` to the log)
 or, when BDRE's settings name none, through the client's own configuration
 (``OPENLINEAGE_CONFIG``, ``OPENLINEAGE__TRANSPORT__*``). They are built and sent after the
-lifecycle's transaction commits, so they describe committed state and a rolled-back call sends
-nothing; a consumer that is down is logged, never a reason for a run to fail.
+lifecycle's transaction commits (:mod:`lineage.announce` says when, and imports this module
+then), so they describe committed state and a rolled-back call sends nothing; a consumer that
+is down is logged, never a reason for a run to fail.
 
 A job is an OpenLineage job named after it, in its team's namespace
 (``<OPENLINEAGE_NAMESPACE>.team-<team id>``: names are per team, so two teams' ``orders`` are
@@ -29,7 +30,6 @@ import uuid
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import transaction
 from openlineage.client import OpenLineageClient
 from openlineage.client.constants import __version__ as CLIENT_VERSION
 from openlineage.client.event_v2 import (
@@ -60,11 +60,12 @@ from openlineage.client.transport.file import FileTransport
 
 from batches import tables
 from batches.models import ArchiveConsumpQueue, BatchConsumpQueue, File
+from lineage.announce import transports
 from lineage.extract import edge_functions, struct_columns
 from lineage.models import LineageRelation
 from lineage.steps import folder_of, jdbc_base
 from processes import step_kinds
-from processes.models import ExecState, InstanceExec, Process, grouped_properties
+from processes.models import InstanceExec, Process, grouped_properties
 
 log = logging.getLogger(__name__)
 
@@ -82,37 +83,9 @@ _FACETS: dict[str, type[BaseFacet]] = {
 }
 FACET_SCHEMAS = {name: facet._get_schema() for name, facet in _FACETS.items()}
 AGGREGATES = {"SUM", "COUNT", "AVG", "MIN", "MAX", "COLLECT_LIST", "COLLECT_SET", "FIRST", "LAST"}
-EVENT_OF_STATE = {
-    ExecState.SUCCESS: "COMPLETE",
-    ExecState.FAILED: "FAIL",
-    ExecState.KILLED: "ABORT",
-}
 
 
 # --- where events go --------------------------------------------------------------------------
-
-
-def transports() -> list[str]:
-    """The transports BDRE's settings name: ``OPENLINEAGE_TRANSPORT``, or else those that
-    ``OPENLINEAGE_URL`` and ``OPENLINEAGE_FILE`` imply."""
-    if settings.OPENLINEAGE_TRANSPORT:
-        return list(settings.OPENLINEAGE_TRANSPORT)
-    implied = (("http", settings.OPENLINEAGE_URL), ("file", settings.OPENLINEAGE_FILE))
-    return [kind for kind, destination in implied if destination]
-
-
-def client_configured() -> bool:
-    """Whether the environment configures the client itself, by its own variables: a YAML
-    file (``OPENLINEAGE_CONFIG``) or ``OPENLINEAGE__TRANSPORT__*`` (Kafka, Datadog, ...)."""
-    return bool(os.environ.get("OPENLINEAGE_CONFIG")) or any(
-        name.startswith("OPENLINEAGE__TRANSPORT__") for name in os.environ
-    )
-
-
-def enabled() -> bool:
-    if os.environ.get("OPENLINEAGE_DISABLED", "").strip().lower() == "true":  # the client's
-        return False
-    return bool(transports()) or client_configured()
 
 
 def transport_config(kind: str) -> dict[str, Any]:
@@ -188,16 +161,6 @@ def client() -> OpenLineageClient:
 
 
 # --- sending ----------------------------------------------------------------------------------
-
-
-def announce(run_id: int, event_type: str, error: str = "") -> None:
-    """Send the run's event once the current transaction commits (now, outside of one)."""
-    if enabled():
-        transaction.on_commit(lambda: send(run_id, event_type, error))
-
-
-def announce_end(run_id: int, state: ExecState, error: str = "") -> None:
-    announce(run_id, EVENT_OF_STATE.get(state, "FAIL"), error)
 
 
 def send(run_id: int, event_type: str, error: str = "") -> RunEvent | None:

@@ -16,7 +16,7 @@ from openlineage.client.event_v2 import OutputDataset
 from openlineage.client.generated import column_lineage_dataset
 
 from bdre.errors import BdreError
-from lineage import openlineage
+from lineage import announce, openlineage
 from lineage.models import LineageNode, NodeKind
 from processes import lifecycle, orchestrator
 from processes.models import ExecState
@@ -138,8 +138,8 @@ def test_a_killed_run_says_abort_for_the_job_and_the_step(events):
     step_run = InstanceExecFactory(
         process=step, parent=job_run, exec_state_id=ExecState.KILLED, error="killed by yarn"
     )
-    openlineage.announce_end(step_run.pk, ExecState.KILLED)
-    openlineage.announce_end(job_run.pk, ExecState.KILLED, "its step was killed")
+    announce.announce_end(step_run.pk, ExecState.KILLED)
+    announce.announce_end(job_run.pk, ExecState.KILLED, "its step was killed")
     sent = events()
     assert summary(sent) == [
         (f"{step.parent.name}.{step.name}", "ABORT"),
@@ -164,7 +164,7 @@ def test_nothing_is_sent_when_no_destination_is_set(team, settings, tmp_path):
     settings.OPENLINEAGE_FILE = ""
     settings.OPENLINEAGE_URL = ""
     settings.OPENLINEAGE_TRANSPORT = []
-    assert not openlineage.enabled()
+    assert not announce.enabled()
     job = build_job(team, "quiet", [callable_step("only", SLEEP)])
     assert orchestrator.run_job(job.pk).succeeded
     assert list(tmp_path.iterdir()) == []
@@ -214,7 +214,7 @@ def test_any_step_with_column_relations_gets_the_column_lineage_facet(team, even
             query=query,
             dot_string=dot,
         )
-    openlineage.announce_end(run.pk, ExecState.SUCCESS)
+    announce.announce_end(run.pk, ExecState.SUCCESS)
     (event,) = events()
     validate_run_event(event)
     (output,) = event["outputs"]
@@ -426,7 +426,7 @@ def test_the_clients_own_configuration_is_used_when_bdre_names_no_transport(
     config = tmp_path / "openlineage.yml"
     config.write_text(f"transport:\n  type: file\n  log_file_path: {path}\n  append: true\n")
     monkeypatch.setenv("OPENLINEAGE_CONFIG", str(config))
-    assert openlineage.enabled()
+    assert announce.enabled()
     job = build_job(team, "configured", [callable_step("only", SLEEP)])
     assert orchestrator.run_job(job.pk).succeeded
     assert [e["eventType"] for e in lines_of(path)] == ["START", "START", "COMPLETE", "COMPLETE"]
@@ -445,7 +445,7 @@ def test_the_clients_own_configuration_is_used_when_bdre_names_no_transport(
     ]
 
     monkeypatch.setenv("OPENLINEAGE_DISABLED", "true")  # the client's switch, honoured too
-    assert not openlineage.enabled()
+    assert not announce.enabled()
 
 
 def _append(event, name: str, count: int) -> None:
