@@ -14,6 +14,7 @@ floor for the cluster's tests."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import resource
@@ -27,26 +28,26 @@ import pytest
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    with contextlib.suppress(OSError):  # ended meanwhile
+        for task in os.scandir(f"/proc/{pid}/task"):
+            found += [int(child) for child in Path(task.path, "children").read_text().split()]
+    return found
+
+
 def _descendants_cpu() -> float:
-    parents: dict[int, list[int]] = collections.defaultdict(list)
-    seconds: dict[int, float] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
+    total, stack = 0.0, _children(os.getpid())
+    while stack:
+        pid = stack.pop()
         try:
-            stat = Path(entry.path, "stat").read_text()
+            stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:  # ended meanwhile
             continue
         # After the command's parenthesis: state, ppid, ... utime (12th), stime (13th).
         fields = stat[stat.rindex(")") + 2 :].split()
-        pid = int(entry.name)
-        parents[int(fields[1])].append(pid)
-        seconds[pid] = (int(fields[11]) + int(fields[12])) / _TICKS
-    total, stack = 0.0, list(parents[os.getpid()])
-    while stack:
-        pid = stack.pop()
-        total += seconds[pid]
-        stack.extend(parents[pid])
+        total += (int(fields[11]) + int(fields[12])) / _TICKS
+        stack += _children(pid)
     return total
 
 
