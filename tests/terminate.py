@@ -8,9 +8,14 @@ ends the process at once, without a ``finally`` block or a finalizer: a cancelle
 process group sent SIGTERM) left the cluster's JVMs running. pytest tears the session's
 fixtures down on KeyboardInterrupt. pytest-xdist's controller, sent SIGTERM alone (``kill``
 of its pid), passes it on to its test processes: it would otherwise kill them after a while,
-before their teardown ends. A process a test forks (a worker of the concurrency tests) has
-Python's default back: it is no test process, and SIGTERM ends it as it would end a real
-one."""
+before their teardown ends.
+
+A process a test forks (a pool worker of the concurrency tests) is no test process: it gets
+Python's default back, and SIGTERM ends it as it ends a real one. Python's handler, inherited,
+made a pool's ``terminate()`` hang for ever: a worker sent SIGTERM while it was still being
+forked lost the signal. So SIGTERM is blocked in the forking thread around each fork, the
+child sets the default and then unblocks it: a signal sent meanwhile waits, and then ends the
+child."""
 
 from __future__ import annotations
 
@@ -46,14 +51,25 @@ def _interrupt_with_test_processes(signum: int, frame: FrameType | None) -> None
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def _block() -> None:
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+
+
+def _unblock() -> None:
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+
 def _default_in_child() -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    finally:
+        _unblock()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     # Only the main thread may set a handler, and only it receives the signal.
     if threading.current_thread() is not threading.main_thread():
         return
-    os.register_at_fork(after_in_child=_default_in_child)
+    os.register_at_fork(before=_block, after_in_parent=_unblock, after_in_child=_default_in_child)
     controller = bool(config.getoption("numprocesses", None)) and not hasattr(config, "workerinput")
     signal.signal(signal.SIGTERM, _interrupt_with_test_processes if controller else _interrupt)

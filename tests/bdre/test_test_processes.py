@@ -1,11 +1,14 @@
 """What a test process starts from: a copy of the migrated SQLite test database
 (tests/helpers/migrated.py), never a template that is no migrated database; for a process it
-forks, no coverage tracer (tests/conftest.py); a test run sent SIGTERM still stopping what
-its fixtures started (tests/terminate.py); and the CPU each test takes, with the processes it
-starts (tests/cpu_report.py)."""
+forks, no coverage tracer (tests/conftest.py); the JVMs' class-data archive used only where
+Spark's launcher takes its path (tests/helpers/jvm_archive.py); a test run sent SIGTERM still
+stopping what its fixtures started, and a process a test forks still ending on it
+(tests/terminate.py); and the CPU each test takes, with the processes it starts
+(tests/cpu_report.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -18,7 +21,7 @@ from pathlib import Path
 import pytest
 from django.db import connections
 
-from tests.helpers import migrated
+from tests.helpers import jvm_archive, migrated
 
 on_sqlite = pytest.mark.skipif(
     connections["default"].vendor != "sqlite", reason="the copy is kept only on SQLite"
@@ -150,15 +153,106 @@ def test_a_forked_process_ends_on_sigterm_as_python_would_end_it() -> None:
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
 
 
-# A pytest run of a test folder with the plugin under test alone (the suite's pyproject.toml
-# names it): without the suite's configuration, and without the plugins installed (Django's,
-# schemathesis', coverage's), whose loading took most of such a run's CPU.
-def alone(folder: Path, *options: str) -> list[str]:
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", os.devnull]
-    return [*command, "--rootdir", str(folder), *options, str(folder)]
+FORKING_TESTS = """
+import multiprocessing, os, signal, threading
 
 
-ONLY_NAMED_PLUGINS = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+def test_pools_terminated_at_once_end():
+    for _ in range(100):
+        with multiprocessing.get_context("fork").Pool(4):
+            pass
+
+
+def test_a_process_forked_by_another_thread_has_the_default():
+    found = []
+
+    def fork():
+        reading, writing = os.pipe()
+        child = os.fork()
+        if child == 0:
+            default = signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+            blocked = signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+            os.write(writing, b"%d%d" % (default, blocked))
+            os._exit(0)
+        os.close(writing)
+        found.append(os.read(reading, 10))
+        os.waitpid(child, 0)
+
+    thread = threading.Thread(target=fork)
+    thread.start()
+    thread.join()
+    assert found == [b"10"]  # the default, and not blocked
+    assert signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+"""
+
+
+def test_forked_processes_end_on_sigterm_whenever_it_comes(tmp_path: Path) -> None:
+    """A pool's ``terminate()`` right after the pool forked its workers: the signal comes
+    while they are being forked (the concurrency tests hung in both passes of a CI run before
+    SIGTERM was blocked around each fork); and a fork from a thread other than the main."""
+    (tmp_path / "test_forking.py").write_text(FORKING_TESTS)
+    run = Alone(tmp_path, "-p", "tests.terminate")
+    out = run.finish()
+    assert run.process.returncode == 0, out
+    assert "2 passed" in out
+
+
+@pytest.mark.parametrize(
+    ("folder", "used"),
+    [("jars", True), ("tmp.XmxWNKqqqr/jars", False), ("my jars", False), ("it's", False)],
+)
+def test_the_class_data_archive_is_used_only_where_sparks_launcher_takes_its_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str, used: bool
+) -> None:
+    """Spark's launcher splits its options as a shell does, and refuses daemon options that
+    hold "Xmx" anywhere (a checkout in mktemp's ``/tmp/tmp.XmxWNKqqqr`` failed every cluster
+    test of a CI run): such a path gets no archive, and its JVMs start without one."""
+    archive = tmp_path / folder / "spark-classes.jsa"
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"an archive")
+    monkeypatch.setattr(jvm_archive, "archive_path", lambda _folder: archive)
+
+    options = jvm_archive.options(archive.parent)
+
+    assert options == (f"-XX:SharedArchiveFile={archive} -Xlog:cds*=off" if used else "")
+
+
+class Alone:
+    """A pytest run of a test folder with the plugin under test alone (the suite's
+    pyproject.toml names it): without the suite's configuration, and without the plugins
+    installed (Django's, schemathesis', coverage's), whose loading took most of such a run's
+    CPU. In a session of its own, its output in a file: a run that hangs fails the test when
+    ``finish`` times out, instead of holding it (or a pipe) for ever, and whatever of its
+    group is left then is killed."""
+
+    def __init__(self, folder: Path, *options: str, env: dict[str, str] | None = None) -> None:
+        self.log = folder / "pytest.log"
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        command += ["-c", os.devnull, "--rootdir", str(folder), *options, str(folder)]
+        with self.log.open("w") as out:
+            self.process = subprocess.Popen(
+                command,
+                cwd=Path(__file__).resolve().parents[2],
+                env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **(env or {})},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def finish(self, timeout: float = 120) -> str:
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the run did not end in {timeout} s: {self.log.read_text()[-3000:]}")
+        finally:
+            self.stop()
+        return self.log.read_text()
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):  # nothing of it left
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
 
 CANCELLED_RUN = """
 import os, subprocess, time
@@ -188,34 +282,27 @@ def test_a_test_run_sent_sigterm_stops_what_its_fixtures_started(tmp_path: Path)
     daemons and the workers are. The fixture's teardown stops it."""
     (tmp_path / "test_cancelled.py").write_text(CANCELLED_RUN)
     started = tmp_path / "started"
-    root = Path(__file__).resolve().parents[2]
-    run = subprocess.Popen(
-        alone(tmp_path, "-p", "xdist.plugin", "-n", "1", "-p", "tests.terminate"),
-        cwd=root,
-        env={**os.environ, **ONLY_NAMED_PLUGINS, "STARTED": str(started)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    run = Alone(
+        tmp_path, "-p", "xdist.plugin", "-n", "1", "-p", "tests.terminate",
+        env={"STARTED": str(started)},
+    )  # fmt: skip
     server = None
     try:
         deadline = time.monotonic() + 120
-        while not (started.exists() and started.read_text()) and run.poll() is None:
+        while not (started.exists() and started.read_text()) and run.process.poll() is None:
             assert time.monotonic() < deadline, "the fixture never started its process"
             time.sleep(0.05)
         server = int(started.read_text())
-        run.send_signal(signal.SIGTERM)
-        out, _ = run.communicate(timeout=120)
+        run.process.send_signal(signal.SIGTERM)
+        out = run.finish()
 
-        assert run.returncode == 2, out  # interrupted, as by Ctrl-C
+        assert run.process.returncode == 2, out  # interrupted, as by Ctrl-C
         assert "KeyboardInterrupt: signal 15" in out
         with pytest.raises(ProcessLookupError):
             os.kill(server, 0)
         server = None
     finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
+        run.stop()
         if server is not None:
             os.kill(server, signal.SIGKILL)
 
@@ -247,16 +334,9 @@ def test_idle():
 def test_the_cpu_report_counts_a_tests_own_cpu_and_its_childrens(tmp_path: Path) -> None:
     (tmp_path / "test_busy.py").write_text(BUSY_TESTS)
     report = tmp_path / "report"
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run(
-        alone(tmp_path, "-p", "tests.cpu_report", f"--cpu-report={report}"),
-        cwd=root,
-        env={**os.environ, **ONLY_NAMED_PLUGINS},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    run = Alone(tmp_path, "-p", "tests.cpu_report", f"--cpu-report={report}")
+    out = run.finish()
+    assert run.process.returncode == 0, out
     (lines,) = [path.read_text().splitlines() for path in report.glob("cpu-*.jsonl")]
     tests = {(t := json.loads(line))["test"].split("::")[1]: t for line in lines}
     itself, child, idle = (tests[f"test_{n}"] for n in ("busy_itself", "busy_in_a_child", "idle"))
@@ -266,7 +346,7 @@ def test_the_cpu_report_counts_a_tests_own_cpu_and_its_childrens(tmp_path: Path)
 
     summary = subprocess.run(
         [sys.executable, "-m", "tests.cpu_report", str(report), "5"],
-        cwd=root,
+        cwd=Path(__file__).resolve().parents[2],
         capture_output=True,
         text=True,
         check=True,

@@ -86,9 +86,14 @@ def archive_path(folder: Path) -> Path | None:
 
 def options(folder: Path) -> str:
     """The JVM options that use the archive, if it was made; else none. None either for a
-    path Spark's launcher would split (it splits its options as a shell does)."""
+    path Spark's launcher would split (it splits its options as a shell does), nor for one
+    that holds "Xmx" anywhere (mktemp's ``/tmp/tmp.XmxWNKqqqr`` once): Spark's launcher
+    refuses daemon options that do, as if they set the heap, and the standalone cluster
+    would not start."""
     path = archive_path(folder)
-    if path is None or not path.is_file() or any(c.isspace() or c in "\"'\\" for c in str(path)):
+    if path is None or not path.is_file() or "Xmx" in str(path):
+        return ""
+    if any(c.isspace() or c in "\"'\\" for c in str(path)):
         return ""
     return USE.format(path=path)
 
