@@ -51,25 +51,30 @@ def _interrupt_with_test_processes(signum: int, frame: FrameType | None) -> None
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+# Each forking thread's signal mask before the fork (a child's one thread keeps the forking
+# thread's ident): put back as it was, SIGTERM blocked only where it was before.
+_masks: dict[int, set[signal.Signals]] = {}
+
+
 def _block() -> None:
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    _masks[threading.get_ident()] = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
 
 
-def _unblock() -> None:
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+def _restore() -> None:
+    signal.pthread_sigmask(signal.SIG_SETMASK, _masks.pop(threading.get_ident()))
 
 
 def _default_in_child() -> None:
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     finally:
-        _unblock()
+        _restore()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     # Only the main thread may set a handler, and only it receives the signal.
     if threading.current_thread() is not threading.main_thread():
         return
-    os.register_at_fork(before=_block, after_in_parent=_unblock, after_in_child=_default_in_child)
+    os.register_at_fork(before=_block, after_in_parent=_restore, after_in_child=_default_in_child)
     controller = bool(config.getoption("numprocesses", None)) and not hasattr(config, "workerinput")
     signal.signal(signal.SIGTERM, _interrupt_with_test_processes if controller else _interrupt)
