@@ -14,7 +14,6 @@ floor for the cluster's tests."""
 from __future__ import annotations
 
 import collections
-import contextlib
 import json
 import os
 import resource
@@ -25,19 +24,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.proc import children
+
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    with contextlib.suppress(OSError):  # ended meanwhile
-        for task in os.scandir(f"/proc/{pid}/task"):
-            found += [int(child) for child in Path(task.path, "children").read_text().split()]
-    return found
-
-
 def _descendants_cpu() -> float:
-    total, stack = 0.0, _children(os.getpid())
+    total, stack = 0.0, children(os.getpid())
     while stack:
         pid = stack.pop()
         try:
@@ -47,7 +40,7 @@ def _descendants_cpu() -> float:
         # After the command's parenthesis: state, ppid, ... utime (12th), stime (13th).
         fields = stat[stat.rindex(")") + 2 :].split()
         total += (int(fields[11]) + int(fields[12])) / _TICKS
-        stack += _children(pid)
+        stack += children(pid)
     return total
 
 

@@ -23,18 +23,11 @@ import contextlib
 import os
 import signal
 import threading
-from pathlib import Path
 from types import FrameType
 
 import pytest
 
-
-def _children() -> list[int]:
-    found: list[int] = []
-    with contextlib.suppress(OSError):  # a kernel without /proc/PID/task/TID/children
-        for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-            found += [int(pid) for pid in (task / "children").read_text().split()]
-    return found
+from tests.helpers.proc import children
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -45,7 +38,7 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 def _interrupt_with_test_processes(signum: int, frame: FrameType | None) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    for pid in _children():
+    for pid in children(os.getpid()):
         with contextlib.suppress(ProcessLookupError):  # a test process just gone
             os.kill(pid, signal.SIGTERM)
     raise KeyboardInterrupt(f"signal {signum}")
