@@ -7,6 +7,7 @@ a viewer finds no button that changes anything. Screenshots of every page go to
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from lineage.extract import extract, record
 from processes.models import InstanceExec, Process
@@ -88,8 +89,9 @@ def test_a_developer_registers_runs_and_inspects_a_job(team, live_server, browse
     page.click("text=Search")
     page.click("text=lake.daily_pages")
     page.click("text=column level")
-    assert page.locator(".graph svg g.node").count() == 5  # 2 sources, 3 outputs
-    assert "SUM" in page.locator(".graph svg").text_content()
+    # The click returns once the next page starts loading: assertions that wait for it.
+    expect(page.locator(".graph svg g.node")).to_have_count(5)  # 2 sources, 3 outputs
+    expect(page.locator(".graph svg")).to_contain_text("SUM")
     shot(page, "07-lineage-graph")
 
     page.set_viewport_size({"width": 820, "height": 1180})  # a tablet, upright

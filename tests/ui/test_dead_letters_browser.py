@@ -6,6 +6,7 @@ to ``var/screenshots/`` (``dead-letters-*.png``, ``paused-run-*.png``)."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from batches.models import BatchConsumpQueue, BatchState
 from processes import lifecycle, schedules
@@ -40,7 +41,7 @@ def test_a_developer_reads_dead_letters_runs_and_discards_two_at_once(
     for row in rows:
         page.check(f"input[name=ids][value='{row.pk}']")
     page.click("form#bulk button[value=discard]")
-    assert page.locator("h1").inner_text() == "Discard 2 rows?"
+    expect(page.locator("h1")).to_have_text("Discard 2 rows?")
     page.fill("input[name=reason]", "the upstream files were corrupt")
     shot(page, "dead-letters-confirm")
     page.click("text=Yes, discard 2 rows")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from playwright.sync_api import expect
 
 from lineage.extract import dot_label, extract, record
 from lineage.models import LineageNode, LineageRelation, NodeKind
@@ -159,7 +160,7 @@ def test_a_viewer_reads_what_a_count_depends_on_dashed_and_the_query_behind_it(
     page.fill("input[name=q]", "page_views")
     page.click("text=Search")
     sections = page.locator("section")
-    assert "lake.daily_page_views" in sections.nth(0).inner_text()  # the table first
+    expect(sections.nth(0)).to_contain_text("lake.daily_page_views")  # the table first
     page.get_by_role("link", name="lake.daily_page_views.page_views").click()
     svg = page.locator("svg").first
     dashed = svg.locator("[stroke-dasharray]")

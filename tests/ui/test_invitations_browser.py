@@ -6,6 +6,7 @@ it, and is a member; nothing before. Screenshots go to ``var/screenshots/``
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from bdre import teams as services
 from bdre.models import Membership, Role
@@ -25,8 +26,9 @@ def test_an_invited_user_joins_the_team_only_when_he_accepts_in_the_browser(
     admin.fill("input#id_username", team.outsider.username)
     admin.select_option("select#id_role", Role.DEVELOPER.value)
     admin.click("button:text('Invite')")
-    assert services.INVITATION_SENT in admin.locator("body").inner_text()
-    assert team.outsider.username in admin.locator("table").nth(1).inner_text()
+    # The click returns once the next page starts loading: assertions that wait for it.
+    expect(admin.locator("body")).to_contain_text(services.INVITATION_SENT)
+    expect(admin.locator("table").nth(1)).to_contain_text(team.outsider.username)
     shot(admin, "invite-sent")
     assert not Membership.objects.filter(user=team.outsider, team=team.group).exists()
 
@@ -36,8 +38,8 @@ def test_an_invited_user_joins_the_team_only_when_he_accepts_in_the_browser(
     assert "analytics" in invitations.inner_text()
     shot(invited, "invite-waiting")
     invitations.locator("button:text('Accept')").click()
-    assert "You joined analytics as developer." in invited.locator("body").inner_text()
-    assert invited.locator("section[aria-labelledby=invitations]").count() == 0
+    expect(invited.locator("body")).to_contain_text("You joined analytics as developer.")
+    expect(invited.locator("section[aria-labelledby=invitations]")).to_have_count(0)
     shot(invited, "invite-accepted")
     membership = Membership.objects.get(user=team.outsider, team=team.group)
     assert membership.role == Role.DEVELOPER

@@ -6,6 +6,7 @@ go to ``var/screenshots/`` (``reprocess-*.png``)."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from batches.models import File
 from processes.models import InstanceExec, Operation
@@ -25,7 +26,7 @@ def test_a_developer_reprocesses_a_file_from_its_batch_page(
     page.goto(f"{live_server.url}/batches/{bad.batch_id}/")
     page.click(f"a[href='/files/{bad.pk}/reprocess/']")
     plan = page.locator("table.replay-plan tbody tr")
-    assert plan.count() == 2
+    expect(plan).to_have_count(2)  # waits for the page the click opens
     assert plan.nth(0).inner_text().split("\t")[:2] == ["tidy", str(chain.targets["tidy"][0])]
     assert plan.nth(1).inner_text().split("\t")[:2] == ["report", str(chain.targets["report"][0])]
     shot(page, "reprocess-plan")
